@@ -1,0 +1,56 @@
+# Everything a fresh machine needs, from Python 3.11+ and make alone.
+# uv is installed from the package registry into .tools/, never system-wide.
+
+PYTHON ?= python3
+UV_VERSION := 0.13.9
+TOOLS := .tools
+UV := $(TOOLS)/bin/uv
+VENV := .venv
+RUN := $(UV) run --no-sync
+export UV_PYTHON_DOWNLOADS := never
+export UV_PROJECT_ENVIRONMENT := $(VENV)
+
+PYTEST_ARGS ?=
+
+.PHONY: help install run test lint typecheck contracts pytest format bench clean
+
+help:
+	@echo "make run    start the shop on embedded infrastructure (Ctrl-C stops it)"
+	@echo "make test   lint, type-check, check contracts, run the whole test suite"
+	@echo "make format apply ruff's formatting and safe fixes"
+
+$(UV):
+	$(PYTHON) -m venv $(TOOLS)
+	$(TOOLS)/bin/pip install --quiet "uv==$(UV_VERSION)"
+
+# The venv is rebuilt whenever the lock file changes.
+$(VENV)/.synced: $(UV) uv.lock pyproject.toml
+	$(UV) sync --locked --all-packages --python $(PYTHON)
+	@touch $@
+
+install: $(VENV)/.synced
+
+run: install
+	$(RUN) python -m shop.devstack up
+
+lint: install
+	$(RUN) ruff check .
+	$(RUN) ruff format --check .
+
+typecheck: install
+	$(RUN) mypy
+
+contracts: install
+	$(RUN) python -m shop.contracts check
+
+pytest: install
+	$(RUN) pytest $(PYTEST_ARGS)
+
+test: lint typecheck contracts pytest
+
+format: install
+	$(RUN) ruff format .
+	$(RUN) ruff check --fix .
+
+clean:
+	rm -rf $(VENV) $(TOOLS) .mypy_cache .pytest_cache .ruff_cache

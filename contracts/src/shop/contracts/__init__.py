@@ -1,0 +1,54 @@
+"""Typed integration events and commands: the only thing that crosses a service boundary."""
+
+from shop.contracts.base import Command, Contract, Event
+from shop.contracts.codec import (
+    MAX_MESSAGE_BYTES,
+    ContractError,
+    InvalidMessage,
+    UndecodableMessage,
+    UnknownMessageType,
+    decode,
+    decode_as,
+    encode,
+)
+from shop.contracts.envelope import Envelope, wrap
+from shop.contracts.orders import OrderCancelled, OrderCreated, OrderLine, OrderPaid
+from shop.contracts.payments import PaymentFailed, PaymentReceived, ProcessPayment
+from shop.contracts.registry import ALL_CONTRACTS, lookup
+from shop.contracts.topics import (
+    ConsumerGroup,
+    consumer_queue,
+    dead_letter_queue,
+    message_topic,
+    retry_topic,
+)
+
+__all__ = [
+    "ALL_CONTRACTS",
+    "MAX_MESSAGE_BYTES",
+    "Command",
+    "ConsumerGroup",
+    "Contract",
+    "ContractError",
+    "Envelope",
+    "Event",
+    "InvalidMessage",
+    "OrderCancelled",
+    "OrderCreated",
+    "OrderLine",
+    "OrderPaid",
+    "PaymentFailed",
+    "PaymentReceived",
+    "ProcessPayment",
+    "UndecodableMessage",
+    "UnknownMessageType",
+    "consumer_queue",
+    "dead_letter_queue",
+    "decode",
+    "decode_as",
+    "encode",
+    "lookup",
+    "message_topic",
+    "retry_topic",
+    "wrap",
+]

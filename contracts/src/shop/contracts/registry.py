@@ -1,0 +1,34 @@
+"""Every contract the shop knows, looked up by wire type and version."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from shop.contracts.base import Contract
+from shop.contracts.orders import OrderCancelled, OrderCreated, OrderPaid
+from shop.contracts.payments import PaymentFailed, PaymentReceived, ProcessPayment
+
+ALL_CONTRACTS: tuple[type[Contract], ...] = (
+    OrderCreated,
+    OrderPaid,
+    OrderCancelled,
+    PaymentReceived,
+    PaymentFailed,
+    ProcessPayment,
+)
+
+_BY_TYPE_AND_VERSION: dict[tuple[str, int], type[Contract]] = {
+    (contract.message_type, contract.message_version): contract for contract in ALL_CONTRACTS
+}
+if len(_BY_TYPE_AND_VERSION) != len(ALL_CONTRACTS):
+    raise RuntimeError("two contracts share a message type and version")
+
+
+def lookup(message_type: str, version: int) -> type[Contract] | None:
+    """The contract for ``message_type`` at ``version``, or None when nobody defined it."""
+    return _BY_TYPE_AND_VERSION.get((message_type, version))
+
+
+def iter_contracts() -> Iterator[type[Contract]]:
+    """All contracts, in a stable order."""
+    return iter(ALL_CONTRACTS)

@@ -1,0 +1,72 @@
+"""``python -m shop.devstack up``: run the development infrastructure until Ctrl-C/SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from shop.devstack.errors import DevstackError
+from shop.devstack.settings import DevstackSettings
+from shop.devstack.stack import Devstack, Endpoints
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+console = Console()
+
+
+def _describe(endpoints: Endpoints) -> Table:
+    table = Table("part", "listens at", title="shop devstack")
+    table.add_row("postgres", endpoints.postgres.url())
+    table.add_row("kafka", endpoints.kafka.bootstrap_servers)
+    table.add_row("sqs/sns", endpoints.aws.url or "(default AWS endpoint)")
+    table.add_row("smtp sink", f"{endpoints.smtp.host}:{endpoints.smtp.port}")
+    table.add_row("emails", str(endpoints.mail_dir))
+    return table
+
+
+@app.callback()
+def main() -> None:
+    """Embedded infrastructure for the shop: Postgres, Kafka, SQS/SNS, SMTP."""
+
+
+@app.command()
+def up(
+    workdir: Annotated[
+        Path | None,
+        typer.Option(help="Keep data, logs and received emails here (default: a temp folder)."),
+    ] = None,
+) -> None:
+    """Start every part, print where it listens, stop them all on Ctrl-C or SIGTERM."""
+    settings = DevstackSettings()
+    if workdir is not None:
+        settings = settings.model_copy(update={"workdir": workdir.resolve()})
+
+    stop_requested = threading.Event()
+
+    def request_stop(signum: int, frame: FrameType | None) -> None:
+        stop_requested.set()
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+
+    stack = Devstack(settings)
+    try:
+        endpoints = stack.start()
+    except DevstackError as error:
+        console.print(f"[red]devstack failed to start:[/] {error}", highlight=False)
+        raise typer.Exit(code=1) from error
+    try:
+        console.print(_describe(endpoints))
+        console.print("ready — press Ctrl-C to stop", highlight=False)
+        while not stop_requested.wait(0.5):
+            pass
+    finally:
+        console.print("stopping…", highlight=False)
+        stack.stop()
+    console.print("stopped", highlight=False)

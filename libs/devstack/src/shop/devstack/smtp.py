@@ -1,0 +1,141 @@
+"""An SMTP sink (aiosmtpd) that keeps every message it receives so tests can read it back,
+and, when given a folder, writes each one there as an ``.eml`` file a person can open."""
+
+from __future__ import annotations
+
+import asyncio
+import email
+import email.policy
+import threading
+import time
+from dataclasses import dataclass
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
+
+from aiosmtpd.controller import Controller
+
+from shop.devstack.errors import DevstackError
+from shop.devstack.process import free_port
+
+
+@dataclass(frozen=True)
+class SmtpAddress:
+    host: str
+    port: int
+
+
+@dataclass(frozen=True)
+class ReceivedMail:
+    """One message as the sink received it: SMTP envelope and parsed content."""
+
+    mail_from: str
+    rcpt_to: tuple[str, ...]
+    raw: bytes
+    message: EmailMessage
+
+    @property
+    def subject(self) -> str:
+        return str(self.message["Subject"] or "")
+
+    def text_body(self) -> str:
+        part = self.message.get_body(preferencelist=("plain",))
+        return "" if part is None else str(part.get_content())
+
+    def html_body(self) -> str:
+        part = self.message.get_body(preferencelist=("html",))
+        return "" if part is None else str(part.get_content())
+
+    def attachments(self) -> list[tuple[str, str, bytes]]:
+        """(filename, content type, bytes) of each attachment."""
+        found = []
+        for part in self.message.iter_attachments():
+            payload = part.get_payload(decode=True)
+            data = payload if isinstance(payload, bytes) else b""
+            found.append((part.get_filename() or "", part.get_content_type(), data))
+        return found
+
+
+class _Mailbox:
+    """aiosmtpd handler: accepts everything, stores it."""
+
+    def __init__(self, mail_dir: Path | None) -> None:
+        self.mail_dir = mail_dir
+        self.received: list[ReceivedMail] = []
+        self.arrived = threading.Condition()
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        raw = bytes(envelope.original_content or envelope.content)
+        parsed = email.message_from_bytes(raw, policy=email.policy.default)
+        mail = ReceivedMail(
+            mail_from=str(envelope.mail_from),
+            rcpt_to=tuple(envelope.rcpt_tos),
+            raw=raw,
+            message=parsed,
+        )
+        with self.arrived:
+            self.received.append(mail)
+            number = len(self.received)
+            self.arrived.notify_all()
+        if self.mail_dir is not None:
+            self.mail_dir.mkdir(parents=True, exist_ok=True)
+            (self.mail_dir / f"{number:05d}.eml").write_bytes(raw)
+        return "250 Message accepted for delivery"
+
+
+class SmtpSink:
+    """An SMTP server in a background thread of this process."""
+
+    name = "smtp"
+
+    def __init__(self, *, port: int | None = None, mail_dir: Path | None = None) -> None:
+        self.port = port or free_port()
+        self.mail_dir = mail_dir
+        self._mailbox = _Mailbox(mail_dir)
+        self._controller = Controller(
+            self._mailbox, hostname="127.0.0.1", port=self.port, ready_timeout=10
+        )
+        self.address = SmtpAddress(host="127.0.0.1", port=self.port)
+
+    def spawn(self) -> None:
+        try:
+            self._controller.start()
+        except (OSError, RuntimeError, TimeoutError) as error:
+            raise DevstackError(f"smtp sink: cannot listen on port {self.port}: {error}") from error
+
+    def wait_ready(self) -> None:
+        """Controller.start() returns once the server answers."""
+
+    def start(self) -> SmtpAddress:
+        self.spawn()
+        return self.address
+
+    def stop(self) -> None:
+        if self._controller.loop.is_running():
+            self._controller.stop()
+
+    @property
+    def messages(self) -> list[ReceivedMail]:
+        with self._mailbox.arrived:
+            return list(self._mailbox.received)
+
+    def clear(self) -> None:
+        with self._mailbox.arrived:
+            self._mailbox.received.clear()
+
+    def wait_for(self, count: int, timeout: float = 10) -> list[ReceivedMail]:
+        """Block until ``count`` messages have arrived; fail after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._mailbox.arrived:
+            while len(self._mailbox.received) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(
+                        f"expected {count} emails, got {len(self._mailbox.received)}"
+                    )
+                self._mailbox.arrived.wait(left)
+            return list(self._mailbox.received)
+
+    async def wait_for_async(self, count: int, within: float = 10) -> list[ReceivedMail]:
+        """:meth:`wait_for` for async tests, without blocking their event loop."""
+        return await asyncio.to_thread(self.wait_for, count, within)

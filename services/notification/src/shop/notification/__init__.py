@@ -1,0 +1,1 @@
+"""notification-service: confirmation, receipt and cancellation emails."""

@@ -1,0 +1,1 @@
+"""order-service: the checkout gateway (HTTP API, worker, outbox relay)."""

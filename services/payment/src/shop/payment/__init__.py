@@ -1,0 +1,1 @@
+"""payment-service: signed gateway webhooks in, PaymentReceived out."""
