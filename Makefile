@@ -31,7 +31,7 @@ $(VENV)/.synced: $(UV) uv.lock pyproject.toml
 install: $(VENV)/.synced
 
 run: install
-	$(RUN) python -m shop.devstack up
+	$(RUN) python -m shop.devstack up --workdir .devstack
 
 lint: install
 	$(RUN) ruff check .

@@ -73,30 +73,38 @@ def decode(body: bytes | str) -> Envelope[Contract]:
 
     The payload comes back as the contract's own class (``OrderCreated``, …).
     """
-    size = len(body)
-    if size > MAX_MESSAGE_BYTES:
-        raise UndecodableMessage(f"message of {size} bytes exceeds {MAX_MESSAGE_BYTES}")
-    try:
-        head = EnvelopeHead.model_validate_json(body)
-    except ValidationError as error:
-        raise UndecodableMessage(
-            "not a message envelope: " + "; ".join(describe_errors(error))
-        ) from error
+    head = _read_head(body)
     contract = lookup(head.type, head.version)
     if contract is None:
         raise UnknownMessageType(head.type, head.version)
-    return decode_as(contract, body)
+    return _validate(contract, body)
 
 
 def decode_as(contract: type[ContractT], body: bytes | str) -> Envelope[ContractT]:
     """Parse and validate a message that must follow ``contract``."""
-    try:
-        envelope = Envelope[contract].model_validate_json(body)  # type: ignore[valid-type]
-    except ValidationError as error:
-        raise InvalidMessage(contract.contract_id(), describe_errors(error)) from error
-    if (envelope.type, envelope.version) != (contract.message_type, contract.message_version):
+    head = _read_head(body)
+    if (head.type, head.version) != (contract.message_type, contract.message_version):
         raise InvalidMessage(
             contract.contract_id(),
-            [f"type: expected {contract.contract_id()}, got {envelope.type}.v{envelope.version}"],
+            [f"type: expected {contract.contract_id()}, got {head.type}.v{head.version}"],
         )
-    return envelope
+    return _validate(contract, body)
+
+
+def _read_head(body: bytes | str) -> EnvelopeHead:
+    size = len(body)
+    if size > MAX_MESSAGE_BYTES:
+        raise UndecodableMessage(f"message of {size} bytes exceeds {MAX_MESSAGE_BYTES}")
+    try:
+        return EnvelopeHead.model_validate_json(body)
+    except ValidationError as error:
+        raise UndecodableMessage(
+            "not a message envelope: " + "; ".join(describe_errors(error))
+        ) from error
+
+
+def _validate(contract: type[ContractT], body: bytes | str) -> Envelope[ContractT]:
+    try:
+        return Envelope[contract].model_validate_json(body)  # type: ignore[valid-type]
+    except ValidationError as error:
+        raise InvalidMessage(contract.contract_id(), describe_errors(error)) from error

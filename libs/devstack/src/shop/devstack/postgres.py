@@ -13,7 +13,7 @@ import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import asyncpg
 
@@ -43,8 +43,8 @@ class PostgresServer:
         return cls(
             host=parts.hostname,
             port=parts.port or 5432,
-            user=parts.username or "postgres",
-            password=parts.password,
+            user=unquote(parts.username or "postgres"),
+            password=unquote(parts.password) if parts.password else None,
             database=parts.path.lstrip("/") or "postgres",
         )
 
