@@ -13,6 +13,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -24,32 +25,31 @@ from shop.devstack.postgres import PostgresServer
 from shop.devstack.settings import DevstackSettings
 from shop.devstack.smtp import SmtpSink
 
-_MARKERS_BY_FOLDER = {
-    "unit": "unit",
-    "integration": "integration",
-    "contract": "contract",
-    "e2e": "e2e",
-    "chaos": "chaos",
-}
+EndpointT = TypeVar("EndpointT")
+
+_TIER_FOLDERS = frozenset({"unit", "integration", "contract", "e2e", "chaos"})
+"""A test in one of these folders gets the marker of the same name."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by the tier folder it lives in (``tests/unit/…`` → ``unit``)."""
     for item in items:
-        for folder in item.path.parts:
-            marker = _MARKERS_BY_FOLDER.get(folder)
-            if marker:
-                item.add_marker(marker)
+        for folder in _TIER_FOLDERS.intersection(item.path.parts):
+            item.add_marker(folder)
 
 
-def _started(part: Part) -> Part:
+def _serve(part: Part, endpoint: EndpointT) -> Iterator[EndpointT]:
+    """Start ``part``, hand out its endpoint for the session, stop it whatever happened."""
     try:
         part.spawn()
         part.wait_ready()
     except DevstackError as error:
         part.stop()
         pytest.fail(f"devstack: {error}", pytrace=False)
-    return part
+    try:
+        yield endpoint
+    finally:
+        part.stop()
 
 
 @pytest.fixture(scope="session")
@@ -76,11 +76,7 @@ def postgres_server(
 ) -> Iterator[PostgresServer]:
     """A PostgreSQL server for the whole session (embedded, or the configured one)."""
     part, server = postgres_part(devstack_settings, devstack_workdir)
-    _started(part)
-    try:
-        yield server
-    finally:
-        part.stop()
+    yield from _serve(part, server)
 
 
 @pytest.fixture(scope="session")
@@ -89,11 +85,7 @@ def kafka_cluster(
 ) -> Iterator[KafkaCluster]:
     """A Kafka-protocol broker for the whole session (Tansu, or the configured cluster)."""
     part, cluster = kafka_part(devstack_settings, devstack_workdir)
-    _started(part)
-    try:
-        yield cluster
-    finally:
-        part.stop()
+    yield from _serve(part, cluster)
 
 
 @pytest.fixture(scope="session")
@@ -102,21 +94,13 @@ def aws_endpoint(
 ) -> Iterator[AwsEndpoint]:
     """An SQS/SNS endpoint for the whole session (moto, or the configured one)."""
     part, endpoint = aws_part(devstack_settings, devstack_workdir)
-    _started(part)
-    try:
-        yield endpoint
-    finally:
-        part.stop()
+    yield from _serve(part, endpoint)
 
 
 @pytest.fixture(scope="session")
 def smtp_sink_server(devstack_workdir: Path) -> Iterator[SmtpSink]:
     sink = SmtpSink(mail_dir=devstack_workdir / "mail")
-    _started(sink)
-    try:
-        yield sink
-    finally:
-        sink.stop()
+    yield from _serve(sink, sink)
 
 
 @pytest.fixture

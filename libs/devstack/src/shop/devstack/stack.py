@@ -9,7 +9,6 @@ from pathlib import Path
 from types import TracebackType
 
 from shop.devstack.aws import AwsEndpoint
-from shop.devstack.errors import DevstackError
 from shop.devstack.kafka import KafkaCluster
 from shop.devstack.parts import Part, aws_part, kafka_part, postgres_part
 from shop.devstack.postgres import PostgresServer
@@ -50,7 +49,8 @@ class Devstack:
                 self._started.append(part)
             for part in self._parts:
                 part.wait_ready()
-        except (DevstackError, OSError):
+        except BaseException:
+            # Whatever interrupted the start (a part that failed, Ctrl-C), stop what runs.
             self.stop()
             raise
         return Endpoints(
