@@ -1,0 +1,1 @@
+"""Delivery for the shop's services: outbox, relay, idempotent consumers, retries, dead letters."""

@@ -1,0 +1,147 @@
+"""Dead letters, the same on every transport: the original message byte for byte, and why.
+
+Each transport stores them its own way (a Kafka topic, an SQS queue, a list) behind
+:class:`DeadLetterStore`; :class:`DeadLetters` is the API people and tools use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from shop.messaging import headers as h
+from shop.messaging.message import Delivery
+from shop.messaging.outcome import DeadLetter
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDeadLetter:
+    id: str
+    """Unique within its consumer's dead letters (Kafka ``partition-offset``, SQS message id)."""
+    group: str
+    source: str
+    message_type: str | None
+    body: bytes
+    headers: Mapping[str, str]
+    """The producer's headers, as they were."""
+    error_type: str
+    error_message: str
+    attempts: int
+    first_failure_at: datetime
+    last_failure_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterFilter:
+    """All fields optional; a dead letter matches when it matches every field given."""
+
+    message_type: str | None = None
+    error_type: str | None = None
+    error_contains: str | None = None
+
+    def matches(self, letter: StoredDeadLetter) -> bool:
+        return (
+            (self.message_type is None or letter.message_type == self.message_type)
+            and (self.error_type is None or letter.error_type == self.error_type)
+            and (
+                self.error_contains is None
+                or self.error_contains.lower() in letter.error_message.lower()
+            )
+        )
+
+
+def dead_letter_headers(group: str, delivery: Delivery, outcome: DeadLetter) -> dict[str, str]:
+    """The original headers plus the dead-letter metadata, under the constant keys."""
+    result = h.original_headers(dict(delivery.headers))
+    result.update(
+        {
+            h.DEAD_LETTER_CONSUMER: group,
+            h.DEAD_LETTER_SOURCE: delivery.source,
+            h.DEAD_LETTER_ERROR_TYPE: outcome.failure.error_type,
+            # Header values are kept short: SQS attributes and Kafka headers have limits.
+            h.DEAD_LETTER_ERROR_MESSAGE: outcome.failure.error_message[:2000],
+            h.DEAD_LETTER_ATTEMPTS: str(outcome.attempts),
+            h.DEAD_LETTER_FIRST_FAILURE_AT: outcome.first_failure_at.isoformat(),
+            h.DEAD_LETTER_LAST_FAILURE_AT: outcome.last_failure_at.isoformat(),
+        }
+    )
+    return result
+
+
+def read_dead_letter(letter_id: str, body: bytes, stored: Mapping[str, str]) -> StoredDeadLetter:
+    """Rebuild a dead letter from what a transport stored (``dead_letter_headers``)."""
+    now = datetime.now(UTC).isoformat()
+    return StoredDeadLetter(
+        id=letter_id,
+        group=stored.get(h.DEAD_LETTER_CONSUMER, ""),
+        source=stored.get(h.DEAD_LETTER_SOURCE, ""),
+        message_type=stored.get(h.MESSAGE_TYPE),
+        body=body,
+        headers=h.original_headers(dict(stored)),
+        error_type=stored.get(h.DEAD_LETTER_ERROR_TYPE, "unknown"),
+        error_message=stored.get(h.DEAD_LETTER_ERROR_MESSAGE, ""),
+        attempts=int(stored.get(h.DEAD_LETTER_ATTEMPTS, "0")),
+        first_failure_at=datetime.fromisoformat(stored.get(h.DEAD_LETTER_FIRST_FAILURE_AT, now)),
+        last_failure_at=datetime.fromisoformat(stored.get(h.DEAD_LETTER_LAST_FAILURE_AT, now)),
+    )
+
+
+class DeadLetterStore(Protocol):
+    """A transport's dead letters of one consuming service (``group``)."""
+
+    async def list(self, group: str) -> list[StoredDeadLetter]:
+        """Every dead letter of ``group``, oldest first."""
+        ...
+
+    async def redrive(self, group: str, letter: StoredDeadLetter) -> None:
+        """Give ``letter`` back to ``group`` alone (attempts start again) and remove it."""
+        ...
+
+    async def purge(self, group: str, letters: Sequence[StoredDeadLetter]) -> None:
+        """Remove ``letters`` for good."""
+        ...
+
+
+class DeadLetters:
+    """List, show, redrive and purge one consuming service's dead letters."""
+
+    def __init__(self, store: DeadLetterStore, group: str) -> None:
+        self.store = store
+        self.group = group
+
+    async def list(self, where: DeadLetterFilter | None = None) -> list[StoredDeadLetter]:
+        letters = await self.store.list(self.group)
+        return [letter for letter in letters if where is None or where.matches(letter)]
+
+    async def show(self, letter_id: str) -> StoredDeadLetter:
+        for letter in await self.store.list(self.group):
+            if letter.id == letter_id:
+                return letter
+        raise KeyError(f"{self.group} has no dead letter {letter_id!r}")
+
+    async def redrive_one(self, letter_id: str) -> StoredDeadLetter:
+        letter = await self.show(letter_id)
+        await self.store.redrive(self.group, letter)
+        return letter
+
+    async def redrive(
+        self, where: DeadLetterFilter | None = None, *, per_second: float = 10.0
+    ) -> int:
+        """Redrive every matching dead letter, at most ``per_second`` of them a second, so
+        that a large redrive cannot flood the consumer or what it calls."""
+        if per_second <= 0:
+            raise ValueError("per_second must be positive")
+        letters = await self.list(where)
+        for index, letter in enumerate(letters):
+            if index:
+                await asyncio.sleep(1 / per_second)
+            await self.store.redrive(self.group, letter)
+        return len(letters)
+
+    async def purge(self, where: DeadLetterFilter | None = None) -> int:
+        letters = await self.list(where)
+        await self.store.purge(self.group, letters)
+        return len(letters)

@@ -1,0 +1,43 @@
+"""How a handler tells the pipeline what a failure means.
+
+Any exception a handler raises is transient unless it says otherwise: retrying is the safe
+default, because a message dead-lettered too early needs a person, while one retried too
+often only costs time.
+"""
+
+from __future__ import annotations
+
+
+class MessagingError(Exception):
+    """Base of every error this library raises on its own account."""
+
+
+class PermanentError(Exception):
+    """Retrying cannot help (a business rule refuses the message): dead-letter it at once."""
+
+
+class TransientError(Exception):
+    """Worth retrying later (a dependency is down or slow). Same as any unexpected error;
+    raise it to make the intent explicit."""
+
+
+class NoSubscriber(PermanentError):
+    """The consumer received a message type that none of its subscribers handles."""
+
+    def __init__(self, consumer: str, message_type: str) -> None:
+        super().__init__(f"consumer {consumer!r} has no subscriber for {message_type!r}")
+        self.consumer = consumer
+        self.message_type = message_type
+
+
+class PublishError(MessagingError):
+    """The transport could not publish some messages of a batch; they stay in the outbox.
+
+    ``failed`` holds the indexes (in the batch) of the messages that may not have been
+    published; every other message of the batch was.
+    """
+
+    def __init__(self, failed: set[int], cause: BaseException) -> None:
+        super().__init__(f"{len(failed)} message(s) not published: {cause!r}")
+        self.failed = failed
+        self.cause = cause

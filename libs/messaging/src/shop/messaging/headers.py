@@ -1,0 +1,54 @@
+"""Names of the headers (Kafka) and message attributes (SQS) this library writes.
+
+Dead-letter metadata sits beside the original headers under these constant keys, so a
+dead letter keeps the original message byte for byte and says why it is there.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+MESSAGE_TYPE: Final = "x-message-type"
+"""``order.created``: lets a consumer route or refuse a message without decoding it."""
+EVENT_ID: Final = "x-event-id"
+CORRELATION_ID: Final = "x-correlation-id"
+TRACEPARENT: Final = "traceparent"
+
+ATTEMPT: Final = "x-attempt"
+"""How many times this consumer has tried the message already (absent: never)."""
+FIRST_FAILURE_AT: Final = "x-first-failure-at"
+DUE_AT: Final = "x-due-at"
+"""Epoch milliseconds before which a delayed (retried) message must not be handled."""
+ORIGIN: Final = "x-origin"
+"""The topic or queue a retried or redriven message first came from."""
+
+DEAD_LETTER_CONSUMER: Final = "x-dead-letter-consumer"
+DEAD_LETTER_SOURCE: Final = "x-dead-letter-source"
+DEAD_LETTER_ERROR_TYPE: Final = "x-dead-letter-error-type"
+DEAD_LETTER_ERROR_MESSAGE: Final = "x-dead-letter-error-message"
+DEAD_LETTER_ATTEMPTS: Final = "x-dead-letter-attempts"
+DEAD_LETTER_FIRST_FAILURE_AT: Final = "x-dead-letter-first-failure-at"
+DEAD_LETTER_LAST_FAILURE_AT: Final = "x-dead-letter-last-failure-at"
+
+DEAD_LETTER_KEYS: Final = frozenset(
+    {
+        DEAD_LETTER_CONSUMER,
+        DEAD_LETTER_SOURCE,
+        DEAD_LETTER_ERROR_TYPE,
+        DEAD_LETTER_ERROR_MESSAGE,
+        DEAD_LETTER_ATTEMPTS,
+        DEAD_LETTER_FIRST_FAILURE_AT,
+        DEAD_LETTER_LAST_FAILURE_AT,
+    }
+)
+DELIVERY_KEYS: Final = frozenset({ATTEMPT, FIRST_FAILURE_AT, DUE_AT, ORIGIN})
+"""Written by the retry machinery of one consumer; stripped before a redrive."""
+
+
+def original_headers(headers: dict[str, str]) -> dict[str, str]:
+    """The headers the producer wrote, without what retries and dead-lettering added."""
+    return {
+        name: value
+        for name, value in headers.items()
+        if name not in DEAD_LETTER_KEYS and name not in DELIVERY_KEYS
+    }

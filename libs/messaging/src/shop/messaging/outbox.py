@@ -1,0 +1,65 @@
+"""The transactional outbox writer: publish an event by adding a row in the caller's
+transaction. The relay sends it after the commit; a rollback leaves nothing to send."""
+
+from __future__ import annotations
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from shop.contracts import Contract, Envelope, encode, wrap
+from shop.messaging import headers
+from shop.messaging.context import current_envelope
+from shop.messaging.schema import OUTBOX_CHANNEL, outbox
+
+
+def message_headers(envelope: Envelope[Contract]) -> dict[str, str]:
+    """Headers a consumer can route and trace by without decoding the body."""
+    result = {
+        headers.MESSAGE_TYPE: envelope.type,
+        headers.EVENT_ID: str(envelope.event_id),
+        headers.CORRELATION_ID: envelope.correlation_id,
+    }
+    if envelope.traceparent:
+        result[headers.TRACEPARENT] = envelope.traceparent
+    return result
+
+
+async def add(
+    session: AsyncSession,
+    event: Contract | Envelope[Contract],
+    *,
+    key: str | None = None,
+    correlation_id: str | None = None,
+    traceparent: str | None = None,
+) -> Envelope[Contract]:
+    """Add ``event`` to the outbox inside ``session``'s transaction; return its envelope.
+
+    A bare event is wrapped here (``key`` is then required). Inside a handler the new
+    envelope names the handled message as its cause and inherits its correlation id and
+    trace context, so a whole checkout can be followed across services.
+    """
+    if isinstance(event, Envelope):
+        envelope = event
+    else:
+        if key is None:
+            raise ValueError("key (the aggregate id) is required to publish a bare event")
+        envelope = wrap(
+            event,
+            key=key,
+            correlation_id=correlation_id,
+            traceparent=traceparent,
+            causation=current_envelope(),
+        )
+    await session.execute(
+        insert(outbox).values(
+            event_id=envelope.event_id,
+            key=envelope.key,
+            message_type=envelope.type,
+            headers=message_headers(envelope),
+            body=encode(envelope),
+        )
+    )
+    # NOTIFY is transactional: the relay wakes on commit, and never for a rollback.
+    # Postgres folds repeated identical notifications of one transaction into one.
+    await session.execute(select(func.pg_notify(OUTBOX_CHANNEL, "")))
+    return envelope

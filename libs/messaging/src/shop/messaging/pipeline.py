@@ -1,0 +1,200 @@
+"""One delivery, start to finish: decode → validate → route → inbox → handle → outcome.
+
+The pipeline is transport-agnostic: it turns a :class:`Delivery` into an :class:`Outcome`
+and never raises for a bad message or a failed handler. Only cancellation (shutdown)
+escapes, leaving the message unacknowledged so that it is delivered again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import structlog
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from shop.contracts import Contract, ContractError, Envelope, decode
+from shop.messaging.context import MessageContext, handling
+from shop.messaging.errors import NoSubscriber, PermanentError
+from shop.messaging.message import Delivery
+from shop.messaging.outcome import Ack, DeadLetter, Failure, Outcome, Retry
+from shop.messaging.retry import RetryPolicy
+from shop.messaging.schema import inbox
+from shop.messaging.subscriber import Router, Subscriber
+
+log = structlog.get_logger("shop.messaging")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class OutcomeRecord:
+    """What observers (metrics, tests) learn of each handled delivery."""
+
+    group: str
+    subscriber: str | None
+    message_type: str | None
+    attempt: int
+    outcome: Outcome
+    seconds: float
+
+
+OutcomeObserver = Callable[[OutcomeRecord], None]
+
+
+class Pipeline:
+    def __init__(
+        self,
+        router: Router,
+        *,
+        sessions: async_sessionmaker[AsyncSession] | None = None,
+        time_scale: float = 1.0,
+        observers: list[OutcomeObserver] | None = None,
+    ) -> None:
+        self.router = router
+        self.group = router.group
+        self.sessions = sessions
+        self.observers = list(observers or [])
+        self._policies = {
+            s.message_type: dataclasses.replace(s.retry, time_scale=time_scale) for s in router
+        }
+        self._slots = {s.message_type: asyncio.Semaphore(s.max_in_flight) for s in router}
+        missing = [s.name for s in router if s.transactional and sessions is None]
+        if missing:
+            raise ValueError(f"transactional subscribers {missing} need a database session factory")
+
+    def consumer_name(self, subscriber: Subscriber) -> str:
+        return f"{self.group}:{subscriber.name}"
+
+    async def process(self, delivery: Delivery) -> Outcome:
+        started = time.perf_counter()
+        subscriber: Subscriber | None = None
+        envelope: Envelope[Contract] | None = None
+        try:
+            envelope = decode(delivery.body)
+            subscriber = self.router.for_type(envelope.type)
+            if subscriber is None:
+                raise NoSubscriber(self.group, envelope.type)
+            if not isinstance(envelope.payload, subscriber.contract):
+                raise PermanentError(
+                    f"{subscriber.name} handles {subscriber.contract.contract_id()}, "
+                    f"not {envelope.type}.v{envelope.version}"
+                )
+            async with self._slots[subscriber.message_type]:
+                outcome: Outcome = await self._handle(subscriber, envelope, delivery)
+        except (ContractError, PermanentError) as error:
+            outcome = self._dead_letter(delivery, error)
+        except Exception as error:  # every unexpected failure is transient by design
+            policy = self._policies.get(envelope.type) if envelope else None
+            outcome = self._retry_or_give_up(delivery, error, policy or RetryPolicy())
+        self._report(delivery, subscriber, envelope, outcome, time.perf_counter() - started)
+        return outcome
+
+    async def _handle(
+        self, subscriber: Subscriber, envelope: Envelope[Contract], delivery: Delivery
+    ) -> Ack:
+        consumer = self.consumer_name(subscriber)
+        logger = log.bind(
+            consumer=consumer,
+            event_id=str(envelope.event_id),
+            correlation_id=envelope.correlation_id,
+            message_type=envelope.type,
+            attempt=delivery.attempt,
+            trace_id=_trace_id(envelope.traceparent),
+        )
+        with (
+            handling(envelope),
+            structlog.contextvars.bound_contextvars(
+                event_id=str(envelope.event_id), correlation_id=envelope.correlation_id
+            ),
+        ):
+            if not subscriber.transactional:
+                context = MessageContext(envelope, consumer, delivery.attempt, None, logger)
+                await subscriber.handler(envelope.payload, context)
+                return Ack()
+            assert self.sessions is not None  # checked in __init__
+            async with self.sessions() as session, session.begin():
+                # Inserted in the handler's own transaction: the effects and the record
+                # that they happened commit together, or neither does.
+                first_time = await session.execute(
+                    insert(inbox)
+                    .values(
+                        consumer=consumer, event_id=envelope.event_id, message_type=envelope.type
+                    )
+                    .on_conflict_do_nothing()
+                    .returning(inbox.c.event_id)
+                )
+                if first_time.first() is None:
+                    logger.info("duplicate message skipped")
+                    return Ack(duplicate=True)
+                context = MessageContext(envelope, consumer, delivery.attempt, session, logger)
+                await subscriber.handler(envelope.payload, context)
+            return Ack()
+
+    def _dead_letter(self, delivery: Delivery, error: BaseException) -> DeadLetter:
+        now = datetime.now(UTC)
+        return DeadLetter(
+            failure=Failure.of(error),
+            attempts=delivery.attempt,
+            first_failure_at=delivery.first_failure_at or now,
+            last_failure_at=now,
+        )
+
+    def _retry_or_give_up(
+        self, delivery: Delivery, error: BaseException, policy: RetryPolicy
+    ) -> Retry | DeadLetter:
+        if policy.gives_up_after(delivery.attempt):
+            return self._dead_letter(delivery, error)
+        return Retry(
+            delay=policy.delay(delivery.attempt),
+            attempt=delivery.attempt,
+            failure=Failure.of(error),
+            first_failure_at=delivery.first_failure_at or datetime.now(UTC),
+        )
+
+    def _report(
+        self,
+        delivery: Delivery,
+        subscriber: Subscriber | None,
+        envelope: Envelope[Contract] | None,
+        outcome: Outcome,
+        seconds: float,
+    ) -> None:
+        fields = {
+            "group": self.group,
+            "subscriber": subscriber.name if subscriber else None,
+            "event_id": str(envelope.event_id) if envelope else None,
+            "source": delivery.source,
+            "attempt": delivery.attempt,
+        }
+        if isinstance(outcome, Retry):
+            log.warning(
+                "handler failed, will retry",
+                delay_seconds=round(outcome.delay, 3),
+                error_type=outcome.failure.error_type,
+                error=outcome.failure.error_message,
+                **fields,
+            )
+        elif isinstance(outcome, DeadLetter):
+            log.error(
+                "message dead-lettered",
+                error_type=outcome.failure.error_type,
+                error=outcome.failure.error_message,
+                **fields,
+            )
+        record = OutcomeRecord(
+            group=self.group,
+            subscriber=subscriber.name if subscriber else None,
+            message_type=envelope.type if envelope else None,
+            attempt=delivery.attempt,
+            outcome=outcome,
+            seconds=seconds,
+        )
+        for observer in self.observers:
+            observer(record)
+
+
+def _trace_id(traceparent: str | None) -> str | None:
+    return traceparent.split("-")[1] if traceparent else None

@@ -1,0 +1,57 @@
+"""When to try a failed message again, and when to give up."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+DEFAULT_MAX_ATTEMPTS = 5
+DEFAULT_BASE_DELAY = 2.0
+DEFAULT_MAX_DELAY = 300.0
+JITTER = 0.2
+"""Each delay is spread by up to ±20% so that messages failed together do not all come
+back in the same instant; small enough that delays still grow from one attempt to the next."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """``min(base * 2**(attempt-1), cap)`` seconds after failed attempt ``attempt`` (2 s,
+    4 s, 8 s, … 5 min), with jitter, until ``max_attempts`` tries have failed.
+
+    ``time_scale`` multiplies every delay: tests shrink them (0.01 turns 2 s into 20 ms)
+    without changing the shape of the schedule.
+    """
+
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    base_delay: float = DEFAULT_BASE_DELAY
+    max_delay: float = DEFAULT_MAX_DELAY
+    time_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        if self.base_delay <= 0 or self.max_delay < self.base_delay:
+            raise ValueError("need 0 < base_delay <= max_delay")
+        if self.time_scale <= 0:
+            raise ValueError("time_scale must be positive")
+
+    def gives_up_after(self, attempt: int) -> bool:
+        """True when failed attempt number ``attempt`` was the last one allowed."""
+        return attempt >= self.max_attempts
+
+    def nominal_delay(self, attempt: int) -> float:
+        """The unscaled, unjittered delay after failed attempt ``attempt`` (1-based).
+
+        Kafka names its delay topics after these values.
+        """
+        exponent = min(attempt - 1, 30)  # 2**30 s is far past any cap; avoids huge floats
+        return min(self.base_delay * 2.0**exponent, self.max_delay)
+
+    def delay(self, attempt: int, *, rng: random.Random | None = None) -> float:
+        """Seconds to wait before the next try, after failed attempt ``attempt``."""
+        spread = (rng or random).uniform(1 - JITTER, 1 + JITTER)
+        return self.nominal_delay(attempt) * spread * self.time_scale
+
+    def nominal_delays(self) -> list[float]:
+        """Every distinct nominal delay this policy can ask for, shortest first."""
+        return sorted({self.nominal_delay(attempt) for attempt in range(1, self.max_attempts)})

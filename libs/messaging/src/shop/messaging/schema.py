@@ -1,0 +1,64 @@
+"""The outbox and inbox tables, as SQLAlchemy definitions each service includes in its own
+migrations (``target_metadata = [service_metadata, shop.messaging.schema.metadata]``)."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    Identity,
+    Index,
+    LargeBinary,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    Uuid,
+    func,
+    text,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+metadata = MetaData()
+
+OUTBOX_CHANNEL = "shop_outbox"
+"""``NOTIFY`` channel the writer signals on commit and the relay listens to."""
+
+outbox = Table(
+    "outbox",
+    metadata,
+    # Identity order is commit order closely enough for one key: a key's rows are written
+    # by transactions that lock the same aggregate, so they commit in id order.
+    Column("id", BigInteger, Identity(always=True), primary_key=True),
+    Column("event_id", Uuid, nullable=False, unique=True),
+    Column("key", String(200), nullable=False),
+    # The relay maps the type to its transport's topic name.
+    Column("message_type", String(100), nullable=False),
+    Column("headers", JSONB, nullable=False),
+    Column("body", LargeBinary, nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("published_at", DateTime(timezone=True)),
+    # The relay reads only unsent rows, oldest first; sent rows wait for the retention cleanup.
+    Index("ix_outbox_unsent", "id", postgresql_where=text("published_at IS NULL")),
+    Index(
+        "ix_outbox_published_at", "published_at", postgresql_where=text("published_at IS NOT NULL")
+    ),
+)
+
+inbox = Table(
+    "inbox",
+    metadata,
+    Column("consumer", String(200), nullable=False),
+    Column("event_id", Uuid, nullable=False),
+    Column("message_type", String(100), nullable=False),
+    Column("processed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("consumer", "event_id", name="pk_inbox"),
+)
+
+
+async def create_tables(connection: AsyncConnection) -> None:
+    """Create the outbox and inbox where they are missing (tests and development; services
+    ship them in their Alembic migrations)."""
+    await connection.run_sync(metadata.create_all)

@@ -1,0 +1,46 @@
+"""Configuration objects. The library never reads the environment: each service's own
+pydantic-settings class holds a :class:`MessagingSettings` and passes it in."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class KafkaSettings(BaseModel):
+    bootstrap_servers: str = "127.0.0.1:9092"
+    partitions: int = Field(default=6, ge=1)
+    """Partitions of each topic this library creates (existing topics are left alone)."""
+    replication_factor: int = Field(default=1, ge=1)
+    session_timeout_ms: int = Field(default=10_000, ge=1_000)
+    client_id: str = "shop"
+    linger_ms: int = Field(default=5, ge=0)
+    """How long the producer waits to fill a batch: a little latency for a lot of throughput."""
+
+
+class SqsSettings(BaseModel):
+    endpoint_url: str | None = None
+    """None means AWS itself; set it for moto or LocalStack."""
+    region: str = "ap-southeast-3"
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    auto_create: bool = True
+    """Create topics, queues, subscriptions and policies on start (idempotent)."""
+    receive_concurrency: int = Field(default=2, ge=1)
+    """Long-polling receive loops per consumer, each taking up to 10 messages."""
+    wait_time_seconds: int = Field(default=20, ge=0, le=20)
+    visibility_timeout: int = Field(default=60, ge=1, le=43_200)
+    """Seconds a received message stays hidden; extended while its handler still runs."""
+
+
+class MessagingSettings(BaseModel):
+    transport: Literal["kafka", "sqs", "memory"] = "memory"
+    namespace: str = Field(default="", pattern=r"^([a-z0-9][a-z0-9-]{0,30})?$")
+    """Prefix of every topic and queue name, so that stacks can share a broker."""
+    time_scale: float = Field(default=1.0, gt=0)
+    """Multiplies retry delays; tests shrink them (0.01 turns 2 s into 20 ms)."""
+    max_in_flight: int = Field(default=64, ge=1)
+    drain_timeout: float = Field(default=30.0, ge=0)
+    kafka: KafkaSettings = Field(default_factory=KafkaSettings)
+    sqs: SqsSettings = Field(default_factory=SqsSettings)

@@ -1,0 +1,68 @@
+"""The tiny interface every transport implements, identically shaped in each module.
+
+A transport moves bytes: it publishes :class:`OutgoingMessage` batches, feeds each
+consuming service's deliveries to a :class:`Pipeline`, and makes the outcome durable
+(ack, delayed retry, dead letter). Everything else lives above it, once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from shop.messaging.deadletters import DeadLetterStore
+from shop.messaging.message import OutgoingMessage
+from shop.messaging.pipeline import Pipeline
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerOptions:
+    max_in_flight: int = 64
+    """Messages handled at once by one consumer (each key still one at a time)."""
+    drain_timeout: float = 30.0
+    """On shutdown, how long in-flight messages may take to finish before they are
+    abandoned (and so delivered again, elsewhere)."""
+
+
+class Consumer(Protocol):
+    @property
+    def ready(self) -> bool:
+        """Connected and receiving."""
+        ...
+
+    async def run(self) -> None:
+        """Receive and handle until :meth:`stop`; then drain and return."""
+        ...
+
+    def stop(self) -> None:
+        """Stop taking new messages; :meth:`run` returns once in-flight ones are settled."""
+        ...
+
+
+class Transport(Protocol):
+    name: str
+
+    async def start(self) -> None:
+        """Connect (and create topics or queues when configured to)."""
+        ...
+
+    async def close(self) -> None: ...
+
+    async def declare(self, pipeline: Pipeline) -> None:
+        """Make sure what the pipeline's consumer needs exists: its subscriptions, delay
+        topics or queues, dead-letter place. Idempotent."""
+        ...
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        """Publish all of ``messages``, keeping their order per key.
+
+        Raises :class:`~shop.messaging.errors.PublishError` naming the indexes that may
+        not have been published; the others were.
+        """
+        ...
+
+    def consumer(self, pipeline: Pipeline, options: ConsumerOptions) -> Consumer: ...
+
+    @property
+    def dead_letter_store(self) -> DeadLetterStore: ...

@@ -1,0 +1,188 @@
+"""In one process, the same semantics as the real transports: a queue per consuming service
+subscribed to topics, at-least-once delivery, delayed retries, dead letters, redrive."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from shop.messaging import headers as h
+from shop.messaging.deadletters import StoredDeadLetter, dead_letter_headers, read_dead_letter
+from shop.messaging.dispatch import KeyedDispatcher
+from shop.messaging.message import Delivery, OutgoingMessage
+from shop.messaging.naming import Naming
+from shop.messaging.outcome import Ack, DeadLetter, Outcome, Retry
+from shop.messaging.pipeline import Pipeline
+from shop.messaging.transports.base import ConsumerOptions
+
+
+@dataclass(slots=True)
+class _Queued:
+    delivery: Delivery
+
+
+class MemoryBroker:
+    """Topics fan out to the queues of the groups subscribed to them (like SNS → SQS).
+    A message published to a topic nobody subscribes to is dropped, as SNS drops it."""
+
+    def __init__(self) -> None:
+        self.subscriptions: defaultdict[str, set[str]] = defaultdict(set)
+        self.queues: defaultdict[str, asyncio.Queue[_Queued]] = defaultdict(asyncio.Queue)
+        self.dead_letters: defaultdict[str, dict[str, StoredDeadLetter]] = defaultdict(dict)
+        self.published: list[OutgoingMessage] = []
+        self._ids = itertools.count(1)
+
+    def enqueue(self, group: str, delivery: Delivery) -> None:
+        self.queues[group].put_nowait(_Queued(delivery))
+
+    def publish(self, message: OutgoingMessage) -> None:
+        self.published.append(message)
+        for group in sorted(self.subscriptions[message.topic]):
+            self.enqueue(
+                group,
+                Delivery(
+                    body=message.body,
+                    headers=dict(message.headers),
+                    source=message.topic,
+                    key=message.key,
+                ),
+            )
+
+    def next_dead_letter_id(self) -> str:
+        return str(next(self._ids))
+
+
+class MemoryDeadLetterStore:
+    def __init__(self, broker: MemoryBroker) -> None:
+        self.broker = broker
+
+    async def list(self, group: str) -> list[StoredDeadLetter]:
+        return list(self.broker.dead_letters[group].values())
+
+    async def redrive(self, group: str, letter: StoredDeadLetter) -> None:
+        self.broker.dead_letters[group].pop(letter.id, None)
+        self.broker.enqueue(
+            group,
+            Delivery(body=letter.body, headers=dict(letter.headers), source=letter.source),
+        )
+
+    async def purge(self, group: str, letters: Sequence[StoredDeadLetter]) -> None:
+        for letter in letters:
+            self.broker.dead_letters[group].pop(letter.id, None)
+
+
+class MemoryConsumer:
+    def __init__(self, broker: MemoryBroker, pipeline: Pipeline, options: ConsumerOptions) -> None:
+        self.broker = broker
+        self.pipeline = pipeline
+        self.group = pipeline.group
+        self.options = options
+        self._stopping = asyncio.Event()
+        self._running = False
+        self._timers: set[asyncio.TimerHandle] = set()
+
+    @property
+    def ready(self) -> bool:
+        return self._running and not self._stopping.is_set()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    async def run(self) -> None:
+        dispatcher = KeyedDispatcher(self.options.max_in_flight)
+        queue = self.broker.queues[self.group]
+        self._running = True
+        stopping = asyncio.create_task(self._stopping.wait())
+        try:
+            while not self._stopping.is_set():
+                getting = asyncio.create_task(queue.get())
+                await asyncio.wait({getting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if not getting.done():
+                    getting.cancel()
+                    break
+                queued = getting.result()
+                await dispatcher.submit(
+                    (queued.delivery.source, queued.delivery.key),
+                    lambda q=queued: self._handle(q),  # type: ignore[misc]
+                )
+        finally:
+            stopping.cancel()
+            await dispatcher.drain(self.options.drain_timeout)
+            self._running = False
+
+    async def _handle(self, queued: _Queued) -> None:
+        try:
+            outcome = await self.pipeline.process(queued.delivery)
+        except asyncio.CancelledError:
+            # Abandoned at shutdown: not acknowledged, so it is delivered again.
+            self.broker.enqueue(self.group, queued.delivery)
+            raise
+        self._settle(queued.delivery, outcome)
+
+    def _settle(self, delivery: Delivery, outcome: Outcome) -> None:
+        if isinstance(outcome, Ack):
+            return
+        if isinstance(outcome, Retry):
+            again = replace(
+                delivery,
+                attempt=outcome.attempt + 1,
+                first_failure_at=outcome.first_failure_at,
+                headers={
+                    **delivery.headers,
+                    h.ATTEMPT: str(outcome.attempt),
+                    h.FIRST_FAILURE_AT: outcome.first_failure_at.isoformat(),
+                },
+            )
+            loop = asyncio.get_running_loop()
+            timer = loop.call_later(outcome.delay, self.broker.enqueue, self.group, again)
+            self._timers.add(timer)
+            return
+        assert isinstance(outcome, DeadLetter)
+        letter_id = self.broker.next_dead_letter_id()
+        self.broker.dead_letters[self.group][letter_id] = read_dead_letter(
+            letter_id, delivery.body, dead_letter_headers(self.group, delivery, outcome)
+        )
+
+
+class MemoryTransport:
+    name = "memory"
+
+    def __init__(self, broker: MemoryBroker | None = None, naming: Naming | None = None) -> None:
+        self.broker = broker or _default_broker()
+        self.naming = naming or Naming()
+        self._store = MemoryDeadLetterStore(self.broker)
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    async def declare(self, pipeline: Pipeline) -> None:
+        for subscriber in pipeline.router:
+            self.broker.subscriptions[self.naming.topic(subscriber.contract)].add(pipeline.group)
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        for message in messages:
+            self.broker.publish(message)
+
+    def consumer(self, pipeline: Pipeline, options: ConsumerOptions) -> MemoryConsumer:
+        return MemoryConsumer(self.broker, pipeline, options)
+
+    @property
+    def dead_letter_store(self) -> MemoryDeadLetterStore:
+        return self._store
+
+
+_broker: MemoryBroker | None = None
+
+
+def _default_broker() -> MemoryBroker:
+    """One broker per process, so that a relay and a worker configured apart still meet."""
+    global _broker  # noqa: PLW0603
+    if _broker is None:
+        _broker = MemoryBroker()
+    return _broker
