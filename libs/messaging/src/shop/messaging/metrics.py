@@ -1,0 +1,93 @@
+"""Prometheus metrics of consumers and the relay, in a registry of the worker's own (so that
+tests and several workers in one process do not collide)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from shop.messaging.outcome import Ack, DeadLetter, Retry
+from shop.messaging.pipeline import OutcomeRecord
+
+_LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        labels = ("group", "subscriber", "message_type")
+        self.consumed = Counter(
+            "messaging_consumed",
+            "Messages handled successfully (duplicates included).",
+            (*labels, "duplicate"),
+            registry=self.registry,
+        )
+        self.failed = Counter(
+            "messaging_failed",
+            "Handler tries that failed, by error type.",
+            (*labels, "error_type"),
+            registry=self.registry,
+        )
+        self.retried = Counter(
+            "messaging_retried",
+            "Failed tries scheduled for another attempt.",
+            labels,
+            registry=self.registry,
+        )
+        self.dead_lettered = Counter(
+            "messaging_dead_lettered",
+            "Messages given up on and kept as dead letters.",
+            (*labels, "error_type"),
+            registry=self.registry,
+        )
+        self.handler_seconds = Histogram(
+            "messaging_handler_duration_seconds",
+            "Time from delivery to outcome, per try.",
+            labels,
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.relay_published = Counter(
+            "messaging_relay_published",
+            "Outbox rows published.",
+            registry=self.registry,
+        )
+        self.relay_publish_failures = Counter(
+            "messaging_relay_publish_failures",
+            "Relay batches that failed to publish completely.",
+            registry=self.registry,
+        )
+        self.relay_backlog = Gauge(
+            "messaging_relay_backlog",
+            "Outbox rows not yet published.",
+            registry=self.registry,
+        )
+        self.relay_oldest_unsent_age = Gauge(
+            "messaging_relay_oldest_unsent_age_seconds",
+            "Age of the oldest unpublished outbox row (0 when none).",
+            registry=self.registry,
+        )
+        self.relay_lag = Histogram(
+            "messaging_relay_lag_seconds",
+            "From the outbox row's commit to its publication.",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.relay_leader = Gauge(
+            "messaging_relay_leader",
+            "1 while this relay holds the outbox lock and publishes.",
+            registry=self.registry,
+        )
+
+    def observe(self, record: OutcomeRecord) -> None:
+        """An :data:`~shop.messaging.pipeline.OutcomeObserver`."""
+        labels = (record.group, record.subscriber or "", record.message_type or "")
+        self.handler_seconds.labels(*labels).observe(record.seconds)
+        outcome = record.outcome
+        if isinstance(outcome, Ack):
+            self.consumed.labels(*labels, str(outcome.duplicate).lower()).inc()
+            return
+        self.failed.labels(*labels, outcome.failure.error_type).inc()
+        if isinstance(outcome, Retry):
+            self.retried.labels(*labels).inc()
+        elif isinstance(outcome, DeadLetter):
+            self.dead_lettered.labels(*labels, outcome.failure.error_type).inc()

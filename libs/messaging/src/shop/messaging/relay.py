@@ -1,0 +1,243 @@
+"""The outbox relay: publishes committed outbox rows, in id order, and marks them sent.
+
+One relay publishes at a time per database: replicas compete for a session-level advisory
+lock, and the one holding it claims, publishes and marks rows on that very connection. If
+that connection dies, so does the lock, and a standby takes over within its takeover
+interval; while both are healthy only the holder publishes, so no row goes out twice and
+each key's rows go out in order. A publishing failure leaves the rows unsent and backs off:
+a broker outage only grows the backlog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg
+import structlog
+from pydantic import BaseModel, Field
+
+from shop.messaging.errors import PublishError
+from shop.messaging.message import OutgoingMessage
+from shop.messaging.metrics import Metrics
+from shop.messaging.naming import Naming
+from shop.messaging.schema import OUTBOX_CHANNEL
+from shop.messaging.transports.base import Transport
+
+log = structlog.get_logger("shop.messaging.relay")
+
+_CLAIM = """
+    SELECT id, key, message_type, headers, body, created_at
+    FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1
+"""
+_MARK_SENT = "UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])"
+_BACKLOG = """
+    SELECT count(*), coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8
+    FROM outbox WHERE published_at IS NULL
+"""
+_CLEANUP = """
+    DELETE FROM outbox WHERE id IN (
+        SELECT id FROM outbox
+        WHERE published_at IS NOT NULL AND published_at < now() - make_interval(secs => $1)
+        LIMIT $2)
+"""
+
+
+class RelaySettings(BaseModel):
+    name: str = "outbox"
+    """Relays with the same name over the same database compete for one lock."""
+    batch_size: int = Field(default=1000, ge=1)
+    poll_interval: float = Field(default=1.0, gt=0)
+    """Fallback when a notification is missed (NOTIFY is not delivered while disconnected)."""
+    takeover_interval: float = Field(default=1.0, gt=0)
+    """How often a standby relay tries to take over."""
+    retention_seconds: float = Field(default=7 * 24 * 3600, ge=0)
+    """How long sent rows are kept (for inspection) before the cleanup deletes them."""
+    cleanup_interval: float = Field(default=60.0, gt=0)
+    stats_interval: float = Field(default=5.0, gt=0)
+    backoff_initial: float = Field(default=0.2, gt=0)
+    backoff_max: float = Field(default=30.0, gt=0)
+
+
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    unsent: int
+    oldest_age_seconds: float
+
+
+def asyncpg_dsn(database_url: str) -> str:
+    """asyncpg takes ``postgresql://``; SQLAlchemy URLs carry a ``+driver``."""
+    scheme, rest = database_url.split("://", 1)
+    return f"{scheme.split('+')[0]}://{rest}"
+
+
+class Relay:
+    def __init__(
+        self,
+        database_url: str,
+        transport: Transport,
+        *,
+        naming: Naming | None = None,
+        settings: RelaySettings | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.dsn = asyncpg_dsn(database_url)
+        self.transport = transport
+        self.naming = naming or Naming()
+        self.settings = settings or RelaySettings()
+        self.metrics = metrics or Metrics()
+        self.lock_key = zlib.crc32(f"shop.messaging.relay:{self.settings.name}".encode())
+        self.is_leader = False
+        self.connected = False
+        self._stopping = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._last_cleanup = 0.0
+        self._last_stats = 0.0
+        self._backoff = self.settings.backoff_initial
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+
+    async def run(self) -> None:
+        """Publish until :meth:`stop`, reconnecting after database failures."""
+        backoff = self.settings.backoff_initial
+        while not self._stopping.is_set():
+            try:
+                await self._serve()
+                backoff = self.settings.backoff_initial
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+                log.warning("relay lost its database connection", error=repr(error))
+                await self._pause(backoff)
+                backoff = min(backoff * 2, self.settings.backoff_max)
+
+    async def _serve(self) -> None:
+        connection: asyncpg.Connection = await asyncpg.connect(self.dsn)
+        try:
+            await connection.set_type_codec(
+                "jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
+            )
+            await connection.add_listener(OUTBOX_CHANNEL, self._on_notify)
+            self.connected = True
+            while not self._stopping.is_set():
+                if not self.is_leader:
+                    await self._try_to_lead(connection)
+                    continue
+                published = await self._publish_batch(connection)
+                await self._housekeeping(connection)
+                if published < self.settings.batch_size:
+                    await self._wait_for_work()
+        finally:
+            self.connected = False
+            self._set_leader(False)
+            # Closing the connection releases the advisory lock for a standby.
+            await connection.close(timeout=5)
+
+    async def _try_to_lead(self, connection: asyncpg.Connection) -> None:
+        leader = await connection.fetchval("SELECT pg_try_advisory_lock($1)", self.lock_key)
+        if leader:
+            log.info("relay took the outbox lock", relay=self.settings.name)
+            self._set_leader(True)
+        else:
+            await self._pause(self.settings.takeover_interval)
+
+    def _set_leader(self, leader: bool) -> None:
+        self.is_leader = leader
+        self.metrics.relay_leader.set(1 if leader else 0)
+
+    async def _publish_batch(self, connection: asyncpg.Connection) -> int:
+        """Publish up to one batch; returns how many rows were marked sent."""
+        rows = await connection.fetch(_CLAIM, self.settings.batch_size)
+        if not rows:
+            return 0
+        messages = [self._message(row) for row in rows]
+        sent = list(range(len(rows)))
+        try:
+            await self.transport.publish(messages)
+        except Exception as error:
+            # Whatever the transport raised, the rows it did not confirm stay unsent.
+            failed = error.failed if isinstance(error, PublishError) else set(sent)
+            self.metrics.relay_publish_failures.inc()
+            log.warning(
+                "relay could not publish; the rows stay in the outbox",
+                failed=len(failed),
+                error=repr(error),
+                retry_in=self._backoff,
+            )
+            await self._mark_sent(connection, rows, _sent_in_key_order(messages, failed))
+            await self._pause(self._backoff)
+            self._backoff = min(self._backoff * 2, self.settings.backoff_max)
+            return 0
+        self._backoff = self.settings.backoff_initial
+        await self._mark_sent(connection, rows, sent)
+        return len(sent)
+
+    async def _mark_sent(
+        self, connection: asyncpg.Connection, rows: Sequence[Any], indexes: Sequence[int]
+    ) -> None:
+        if not indexes:
+            return
+        await connection.execute(_MARK_SENT, [rows[i]["id"] for i in indexes])
+        self.metrics.relay_published.inc(len(indexes))
+        now = time.time()
+        for i in indexes:
+            self.metrics.relay_lag.observe(max(0.0, now - rows[i]["created_at"].timestamp()))
+
+    def _message(self, row: Any) -> OutgoingMessage:
+        return OutgoingMessage(
+            topic=self.naming.topic(row["message_type"]),
+            key=row["key"],
+            body=bytes(row["body"]),
+            headers=row["headers"],
+        )
+
+    async def backlog(self, connection: asyncpg.Connection) -> Backlog:
+        unsent, age = await connection.fetchrow(_BACKLOG)
+        return Backlog(unsent=int(unsent), oldest_age_seconds=float(age))
+
+    async def _housekeeping(self, connection: asyncpg.Connection) -> None:
+        now = time.monotonic()
+        if now - self._last_stats >= self.settings.stats_interval:
+            self._last_stats = now
+            backlog = await self.backlog(connection)
+            self.metrics.relay_backlog.set(backlog.unsent)
+            self.metrics.relay_oldest_unsent_age.set(backlog.oldest_age_seconds)
+        if now - self._last_cleanup >= self.settings.cleanup_interval:
+            self._last_cleanup = now
+            deleted = await connection.execute(_CLEANUP, self.settings.retention_seconds, 10_000)
+            log.debug("outbox cleanup", result=deleted)
+
+    def _on_notify(self, *_: object) -> None:
+        self._wake.set()
+
+    async def _wait_for_work(self) -> None:
+        # The poll interval is the fallback for a notification that never came.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), self.settings.poll_interval)
+        self._wake.clear()
+
+    async def _pause(self, seconds: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), seconds)
+
+
+def _sent_in_key_order(messages: Sequence[OutgoingMessage], failed: set[int]) -> list[int]:
+    """The indexes that may be marked sent after a partial failure: published ones, except
+    those behind a failed message of the same key (they go again, after it, to keep the
+    key's order; consumers drop the duplicate)."""
+    blocked_keys = {messages[i].key for i in failed}
+    first_failure_of_key: dict[str, int] = {}
+    for i in sorted(failed):
+        first_failure_of_key.setdefault(messages[i].key, i)
+    return [
+        i
+        for i, message in enumerate(messages)
+        if i not in failed
+        and not (message.key in blocked_keys and i > first_failure_of_key[message.key])
+    ]

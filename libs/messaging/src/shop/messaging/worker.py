@@ -1,0 +1,125 @@
+"""The worker runtime: consumers and the relay in one process, stopped gracefully.
+
+SIGTERM or SIGINT stops fetching; messages in flight get ``drain_timeout`` seconds to
+finish and be acknowledged; what did not finish stays unacknowledged and is delivered
+again to another worker. Then the process exits 0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Sequence
+
+import structlog
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from shop.messaging.health import HealthServer
+from shop.messaging.metrics import Metrics
+from shop.messaging.pipeline import OutcomeObserver, Pipeline
+from shop.messaging.relay import Relay
+from shop.messaging.settings import MessagingSettings
+from shop.messaging.subscriber import Router
+from shop.messaging.transports.base import Consumer, ConsumerOptions, Transport
+
+log = structlog.get_logger("shop.messaging.worker")
+
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+class Worker:
+    def __init__(
+        self,
+        settings: MessagingSettings,
+        transport: Transport,
+        *,
+        routers: Sequence[Router] = (),
+        sessions: async_sessionmaker[AsyncSession] | None = None,
+        relay: Relay | None = None,
+        metrics: Metrics | None = None,
+        observers: Sequence[OutcomeObserver] = (),
+        health_host: str = "127.0.0.1",
+        health_port: int | None = None,
+    ) -> None:
+        self.settings = settings
+        self.transport = transport
+        self.metrics = metrics or (relay.metrics if relay else Metrics())
+        self.pipelines = [
+            Pipeline(
+                router,
+                sessions=sessions,
+                time_scale=settings.time_scale,
+                observers=[self.metrics.observe, *observers],
+            )
+            for router in routers
+        ]
+        self.relay = relay
+        self.consumers: list[Consumer] = []
+        self.health = (
+            HealthServer(self.metrics.registry, self.readiness, host=health_host, port=health_port)
+            if health_port is not None
+            else None
+        )
+        self._stopping = asyncio.Event()
+        self.started = asyncio.Event()
+
+    def stop(self) -> None:
+        """Begin a graceful stop (what SIGTERM does)."""
+        if not self._stopping.is_set():
+            log.info("worker stopping: no new messages, draining those in flight")
+        self._stopping.set()
+
+    def readiness(self) -> dict[str, bool]:
+        parts = {
+            f"consumer:{pipeline.group}": consumer.ready
+            for pipeline, consumer in zip(self.pipelines, self.consumers, strict=False)
+        }
+        if self.relay is not None:
+            parts["relay"] = self.relay.connected
+        parts["running"] = self.started.is_set() and not self._stopping.is_set()
+        return parts
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        for stop_signal in _STOP_SIGNALS:
+            loop.add_signal_handler(stop_signal, self.stop)
+        try:
+            await self._run()
+        finally:
+            for stop_signal in _STOP_SIGNALS:
+                loop.remove_signal_handler(stop_signal)
+
+    async def _run(self) -> None:
+        await self.transport.start()
+        try:
+            if self.health is not None:
+                await self.health.start()
+            options = ConsumerOptions(self.settings.max_in_flight, self.settings.drain_timeout)
+            for pipeline in self.pipelines:
+                await self.transport.declare(pipeline)
+                self.consumers.append(self.transport.consumer(pipeline, options))
+            tasks = [asyncio.create_task(consumer.run()) for consumer in self.consumers]
+            if self.relay is not None:
+                tasks.append(asyncio.create_task(self.relay.run()))
+            self.started.set()
+            log.info("worker started", consumers=len(self.consumers), relay=bool(self.relay))
+            await self._until_stopped_or_failed(tasks)
+        finally:
+            if self.health is not None:
+                await self.health.stop()
+            await self.transport.close()
+        log.info("worker stopped")
+
+    async def _until_stopped_or_failed(self, tasks: list[asyncio.Task[None]]) -> None:
+        stopping = asyncio.create_task(self._stopping.wait())
+        done, _ = await asyncio.wait({stopping, *tasks}, return_when=asyncio.FIRST_COMPLETED)
+        for consumer in self.consumers:
+            consumer.stop()
+        if self.relay is not None:
+            self.relay.stop()
+        stopping.cancel()
+        # Consumers return once drained; a task that ended early with an error re-raises here.
+        await asyncio.gather(*tasks)
+        if not self._stopping.is_set():
+            failed = [t for t in done if t is not stopping]
+            raise RuntimeError(f"a worker part stopped on its own: {failed}")

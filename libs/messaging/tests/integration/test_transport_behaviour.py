@@ -1,0 +1,333 @@
+"""One behavioural suite, run against every transport: memory, Kafka (Tansu) and SQS/SNS
+(moto). Each test starts a real worker, publishes through the transport as the relay
+does, and asserts on what the handlers saw and what ended as a dead letter."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+
+import pytest
+from sqlalchemy import Column, MetaData, String, Table, Uuid, func, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from shop.contracts import Envelope, OrderCreated, PaymentReceived, encode, examples, wrap
+from shop.messaging import (
+    DeadLetters,
+    MessageContext,
+    MessagingSettings,
+    PermanentError,
+    Router,
+    Worker,
+    create_transport,
+)
+from shop.messaging.message import OutgoingMessage
+from shop.messaging.naming import Naming
+from shop.messaging.outbox import message_headers
+from shop.messaging.outcome import Ack, DeadLetter, Retry
+from shop.messaging.pipeline import OutcomeRecord
+from shop.messaging.testing import running, wait_until
+from shop.messaging.transports import Transport
+
+WAIT = 90.0
+"""Generous: a Kafka consumer group takes seconds to form on the embedded broker."""
+
+
+def order_created(key: str | None = None) -> Envelope[OrderCreated]:
+    """A valid OrderCreated of a new order; ``key`` names it in assertions."""
+    order_id = uuid.uuid4()
+    event = examples.examples()[OrderCreated].model_copy(update={"order_id": order_id})
+    return wrap(event, key=key or str(order_id))
+
+
+def outgoing(naming: Naming, envelope: Envelope[OrderCreated]) -> OutgoingMessage:
+    return OutgoingMessage(
+        topic=naming.topic(envelope.type),
+        key=envelope.key,
+        body=encode(envelope),
+        headers=message_headers(envelope),  # type: ignore[arg-type]
+    )
+
+
+def raw(naming: Naming, body: bytes, key: str = "raw") -> OutgoingMessage:
+    """A message that claims to be an OrderCreated but whose body may be anything."""
+    return OutgoingMessage(topic=naming.topic(OrderCreated), key=key, body=body, headers={})
+
+
+class Harness:
+    """A worker with one subscriber for OrderCreated, and what it saw."""
+
+    def __init__(self, settings: MessagingSettings, group: str) -> None:
+        self.settings = settings
+        self.naming = Naming(settings.namespace)
+        self.group = group
+        self.outcomes: list[OutcomeRecord] = []
+        self.handled: list[tuple[str, int]] = []
+
+    def worker(
+        self,
+        router: Router,
+        sessions: async_sessionmaker[AsyncSession] | None = None,
+        transport: Transport | None = None,
+    ) -> Worker:
+        return Worker(
+            self.settings,
+            transport or create_transport(self.settings),
+            routers=[router],
+            sessions=sessions,
+            observers=[self.outcomes.append],
+        )
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        transport = create_transport(self.settings)
+        await transport.start()
+        try:
+            await transport.publish(messages)
+        finally:
+            await transport.close()
+
+    def dead_letters(self, worker: Worker) -> DeadLetters:
+        return DeadLetters(worker.transport.dead_letter_store, self.group)
+
+    def outcomes_of(self, kind: type) -> list[OutcomeRecord]:
+        return [record for record in self.outcomes if isinstance(record.outcome, kind)]
+
+
+@pytest.fixture
+def harness(settings: MessagingSettings, unique_name: str) -> Harness:
+    return Harness(settings, group=unique_name)
+
+
+async def test_published_events_are_consumed(harness: Harness) -> None:
+    router = Router(harness.group)
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def on_order_created(event: OrderCreated, ctx: MessageContext) -> None:
+        harness.handled.append((str(ctx.envelope.event_id), ctx.attempt))
+
+    envelopes = [order_created() for _ in range(5)]
+    async with running(harness.worker(router)):
+        await harness.publish([outgoing(harness.naming, e) for e in envelopes])
+        await wait_until(lambda: len(harness.handled) >= 5, within=WAIT, what="5 events")
+    assert sorted(harness.handled) == sorted((str(e.event_id), 1) for e in envelopes)
+
+
+async def test_transient_failure_is_retried_with_growing_delays(harness: Harness) -> None:
+    router = Router(harness.group)
+
+    @router.subscriber(OrderCreated, transactional=False, max_attempts=5)
+    async def flaky(event: OrderCreated, ctx: MessageContext) -> None:
+        harness.handled.append((ctx.envelope.key, ctx.attempt))
+        if ctx.attempt < 4:
+            raise ConnectionError("email provider timed out")
+
+    envelope = order_created()
+    async with running(harness.worker(router)):
+        await harness.publish([outgoing(harness.naming, envelope)])
+        await wait_until(lambda: harness.outcomes_of(Ack) != [], within=WAIT, what="success")
+
+    assert [attempt for _, attempt in harness.handled] == [1, 2, 3, 4]
+    retries = [r.outcome for r in harness.outcomes_of(Retry)]
+    delays = [r.delay for r in retries if isinstance(r, Retry)]
+    assert len(delays) == 3
+    assert delays == sorted(delays)
+    assert delays[0] < delays[1] < delays[2]
+
+
+async def test_poison_message_is_dead_lettered_after_max_attempts_while_others_flow(
+    harness: Harness,
+) -> None:
+    router = Router(harness.group)
+    poison = order_created(key="poison")
+
+    @router.subscriber(OrderCreated, transactional=False, max_attempts=3)
+    async def picky(event: OrderCreated, ctx: MessageContext) -> None:
+        harness.handled.append((ctx.envelope.key, ctx.attempt))
+        if ctx.envelope.key == "poison":
+            raise RuntimeError("stock service answered 503")
+
+    healthy = [order_created() for _ in range(4)]
+    worker = harness.worker(router)
+    async with running(worker):
+        await harness.publish([outgoing(harness.naming, e) for e in [poison, *healthy]])
+        await wait_until(
+            lambda: len(harness.outcomes_of(DeadLetter)) == 1, within=WAIT, what="dead letter"
+        )
+        await wait_until(
+            lambda: len(harness.outcomes_of(Ack)) == 4, within=WAIT, what="the healthy events"
+        )
+        letters = await harness.dead_letters(worker).list()
+
+    poison_attempts = [attempt for key, attempt in harness.handled if key == "poison"]
+    assert poison_attempts == [1, 2, 3]
+    [letter] = letters
+    assert letter.body == encode(poison)
+    assert letter.attempts == 3
+    assert letter.error_type == "RuntimeError"
+    assert letter.error_message == "stock service answered 503"
+    assert letter.group == harness.group
+    assert letter.message_type == "order.created"
+    assert letter.first_failure_at <= letter.last_failure_at
+
+
+async def test_permanent_error_is_dead_lettered_at_once(harness: Harness) -> None:
+    router = Router(harness.group)
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def refuse(event: OrderCreated, ctx: MessageContext) -> None:
+        harness.handled.append((ctx.envelope.key, ctx.attempt))
+        raise PermanentError("order total does not match its lines")
+
+    envelope = order_created()
+    worker = harness.worker(router)
+    async with running(worker):
+        await harness.publish([outgoing(harness.naming, envelope)])
+        await wait_until(lambda: harness.outcomes_of(DeadLetter) != [], within=WAIT, what="DLQ")
+        [letter] = await harness.dead_letters(worker).list()
+    assert harness.handled == [(envelope.key, 1)]
+    assert letter.attempts == 1
+    assert letter.error_type == "PermanentError"
+    assert "does not match" in letter.error_message
+
+
+def _bad_bodies() -> dict[str, bytes]:
+    valid = encode(order_created()).decode()
+    return {
+        "UndecodableMessage": b"{not json at all",
+        "InvalidMessage": valid.replace('"currency":"IDR"', '"currency":12', 1).encode(),
+        "UnknownMessageType": valid.replace('"order.created"', '"order.teleported"').encode(),
+        "NoSubscriber": encode(
+            wrap(examples.examples()[PaymentReceived], key="pay-1")
+        ),  # a type this consumer does not (or no longer) handle
+    }
+
+
+async def test_bad_messages_are_dead_lettered_with_a_reason(harness: Harness) -> None:
+    router = Router(harness.group)
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def on_order_created(event: OrderCreated, ctx: MessageContext) -> None:
+        harness.handled.append((ctx.envelope.key, ctx.attempt))
+
+    bad = _bad_bodies()
+    good = order_created()
+    worker = harness.worker(router)
+    async with running(worker):
+        await harness.publish(
+            [raw(harness.naming, body, key=f"bad-{i}") for i, body in enumerate(bad.values())]
+            + [outgoing(harness.naming, good)]
+        )
+        await wait_until(
+            lambda: len(harness.outcomes_of(DeadLetter)) == len(bad), within=WAIT, what="DLQ"
+        )
+        await wait_until(lambda: harness.handled != [], within=WAIT, what="the good event")
+        letters = await harness.dead_letters(worker).list()
+
+    assert harness.handled == [(good.key, 1)]
+    by_error = {letter.error_type: letter for letter in letters}
+    assert set(by_error) == set(bad)
+    for error_type, body in bad.items():
+        assert by_error[error_type].body == body
+        assert by_error[error_type].attempts == 1
+        assert by_error[error_type].error_message
+    assert "currency" in by_error["InvalidMessage"].error_message
+
+
+async def test_a_redriven_dead_letter_succeeds(harness: Harness) -> None:
+    router = Router(harness.group)
+    broken = {"yes": True}
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def fixed_later(event: OrderCreated, ctx: MessageContext) -> None:
+        if broken["yes"]:
+            raise PermanentError("template missing")
+        harness.handled.append((ctx.envelope.key, ctx.attempt))
+
+    envelope = order_created()
+    worker = harness.worker(router)
+    async with running(worker):
+        await harness.publish([outgoing(harness.naming, envelope)])
+        await wait_until(lambda: harness.outcomes_of(DeadLetter) != [], within=WAIT, what="DLQ")
+        dead_letters = harness.dead_letters(worker)
+        [letter] = await dead_letters.list()
+        broken["yes"] = False
+        await dead_letters.redrive_one(letter.id)
+        await wait_until(lambda: harness.handled != [], within=WAIT, what="the redriven event")
+        remaining = await dead_letters.list()
+    assert harness.handled == [(envelope.key, 1)]
+    assert remaining == []
+
+
+_effects = MetaData()
+effects = Table(
+    "test_effects",
+    _effects,
+    Column("event_id", Uuid, nullable=False),
+    Column("order_id", String(100), nullable=False),
+)
+
+
+async def test_redelivered_message_has_no_second_effect(
+    harness: Harness, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    async with sessions() as session, session.begin():
+        await session.run_sync(lambda s: _effects.create_all(s.connection()))
+    router = Router(harness.group)
+
+    @router.subscriber(OrderCreated)
+    async def record(event: OrderCreated, ctx: MessageContext) -> None:
+        await ctx.db.execute(
+            insert(effects).values(event_id=ctx.envelope.event_id, order_id=ctx.envelope.key)
+        )
+
+    envelope = order_created()
+    message = outgoing(harness.naming, envelope)
+    async with running(harness.worker(router, sessions=sessions)):
+        await harness.publish([message])
+        await wait_until(lambda: len(harness.outcomes_of(Ack)) == 1, within=WAIT, what="once")
+        await harness.publish([message])  # the same event again, as a redelivery would bring
+        await wait_until(lambda: len(harness.outcomes_of(Ack)) == 2, within=WAIT, what="twice")
+
+    async with sessions() as session:
+        rows = (await session.execute(select(func.count()).select_from(effects))).scalar_one()
+    assert rows == 1
+    assert [r.outcome for r in harness.outcomes_of(Ack)] == [Ack(), Ack(duplicate=True)]
+
+
+async def test_sigterm_during_processing_loses_nothing(harness: Harness) -> None:
+    router = Router(harness.group)
+    first_started = asyncio.Event()
+    release = asyncio.Event()
+    completed: Counter[str] = Counter()
+
+    @router.subscriber(OrderCreated, transactional=False, max_in_flight=1)
+    async def slow(event: OrderCreated, ctx: MessageContext) -> None:
+        first_started.set()
+        await release.wait()
+        completed[ctx.envelope.key] += 1
+
+    envelopes = [order_created(key=f"order-{i}") for i in range(6)]
+    harness.settings.max_in_flight = 1
+    worker = harness.worker(router)
+    run = asyncio.create_task(worker.run())
+    await asyncio.wait_for(worker.started.wait(), WAIT)
+    await harness.publish([outgoing(harness.naming, e) for e in envelopes])
+    await asyncio.wait_for(first_started.wait(), WAIT)
+
+    os.kill(os.getpid(), signal.SIGTERM)  # the worker's own handler takes it
+    await asyncio.sleep(0.2)
+    release.set()  # the message in flight finishes within the drain timeout
+    await asyncio.wait_for(run, WAIT)
+    handled_before = sum(completed.values())
+    assert handled_before >= 1
+
+    # Whatever the first worker did not finish, the next one gets.
+    async with running(harness.worker(router)):
+        await wait_until(
+            lambda: set(completed) == {e.key for e in envelopes}, within=WAIT, what="all"
+        )
+    assert set(completed) == {e.key for e in envelopes}
