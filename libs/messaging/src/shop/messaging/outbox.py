@@ -3,6 +3,8 @@ transaction. The relay sends it after the commit; a rollback leaves nothing to s
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import func, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -22,6 +24,17 @@ def message_headers(envelope: Envelope[Contract]) -> dict[str, str]:
     if envelope.traceparent:
         result[headers.TRACEPARENT] = envelope.traceparent
     return result
+
+
+def outbox_row(envelope: Envelope[Contract]) -> dict[str, Any]:
+    """The outbox row of ``envelope`` (``add`` writes one; bulk loaders write many)."""
+    return {
+        "event_id": envelope.event_id,
+        "key": envelope.key,
+        "message_type": envelope.type,
+        "headers": message_headers(envelope),
+        "body": encode(envelope),
+    }
 
 
 async def add(
@@ -50,15 +63,7 @@ async def add(
             traceparent=traceparent,
             causation=current_envelope(),
         )
-    await session.execute(
-        insert(outbox).values(
-            event_id=envelope.event_id,
-            key=envelope.key,
-            message_type=envelope.type,
-            headers=message_headers(envelope),
-            body=encode(envelope),
-        )
-    )
+    await session.execute(insert(outbox).values(outbox_row(envelope)))
     # NOTIFY is transactional: the relay wakes on commit, and never for a rollback.
     # Postgres folds repeated identical notifications of one transaction into one.
     await session.execute(select(func.pg_notify(OUTBOX_CHANNEL, "")))

@@ -1,0 +1,212 @@
+"""The outbox and its relay on real Postgres: what is committed is published, once per
+healthy relay pair, in per-key order; what is rolled back never is."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections import defaultdict
+from collections.abc import AsyncIterator, Sequence
+
+import asyncpg
+import pytest
+from sqlalchemy import func, insert, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from shop.contracts import Envelope, OrderCreated, decode, examples, wrap
+from shop.messaging import Relay, RelaySettings, add
+from shop.messaging.message import OutgoingMessage
+from shop.messaging.outbox import outbox_row
+from shop.messaging.relay import asyncpg_dsn
+from shop.messaging.schema import outbox
+from shop.messaging.testing import wait_until
+from shop.messaging.transports.memory import MemoryBroker, MemoryTransport
+
+FAST = RelaySettings(poll_interval=0.2, takeover_interval=0.2, stats_interval=0.1)
+
+
+def order_event(key: str, sequence: int = 0) -> Envelope[OrderCreated]:
+    event = examples.examples()[OrderCreated].model_copy(
+        update={"order_id": uuid.uuid4(), "customer_id": f"seq-{sequence}"}
+    )
+    return wrap(event, key=key)
+
+
+@contextlib.asynccontextmanager
+async def relaying(relay: Relay) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(relay.run())
+    try:
+        yield task
+    finally:
+        relay.stop()
+        await asyncio.wait_for(task, 30)
+
+
+async def unsent(sessions: async_sessionmaker[AsyncSession]) -> int:
+    async with sessions() as session:
+        query = select(func.count()).select_from(outbox).where(outbox.c.published_at.is_(None))
+        return int((await session.execute(query)).scalar_one())
+
+
+def published_ids(messages: Sequence[OutgoingMessage]) -> list[uuid.UUID]:
+    return [decode(m.body).event_id for m in messages]
+
+
+async def test_rolled_back_rows_are_never_published_and_committed_ones_are(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    broker = MemoryBroker()
+    committed, rolled_back = order_event("order-1"), order_event("order-2")
+    async with sessions() as session, session.begin():
+        await add(session, committed)
+
+    async def failing_checkout() -> None:
+        async with sessions() as session, session.begin():
+            await add(session, rolled_back)
+            raise RuntimeError("stock reservation failed")
+
+    with pytest.raises(RuntimeError):
+        await failing_checkout()
+
+    relay = Relay(database_url, MemoryTransport(broker), settings=FAST)
+    async with relaying(relay):
+        await wait_until(lambda: len(broker.published) >= 1, what="the committed row")
+        await asyncio.sleep(0.5)  # time enough for a wrong second publication to show
+    assert published_ids(broker.published) == [committed.event_id]
+    assert await unsent(sessions) == 0
+
+
+async def test_relay_wakes_on_commit_without_waiting_for_its_poll(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    broker = MemoryBroker()
+    relay = Relay(database_url, MemoryTransport(broker), settings=RelaySettings(poll_interval=3600))
+    async with relaying(relay):
+        await wait_until(lambda: relay.is_leader, what="the relay to lead")
+        await asyncio.sleep(0.2)  # it is now waiting for a notification
+        async with sessions() as session, session.begin():
+            await add(session, order_event("order-1"))
+        await wait_until(lambda: len(broker.published) == 1, within=10, what="NOTIFY to wake it")
+
+
+class FailingTransport(MemoryTransport):
+    """The broker is down until ``recover()``: publishing raises, as a real client does."""
+
+    def __init__(self, broker: MemoryBroker) -> None:
+        super().__init__(broker)
+        self.down = True
+        self.failures = 0
+
+    def recover(self) -> None:
+        self.down = False
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        if self.down:
+            self.failures += 1
+            raise ConnectionError("broker unreachable")
+        await super().publish(messages)
+
+
+async def test_rows_committed_while_the_broker_is_down_are_published_after(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    broker = MemoryBroker()
+    transport = FailingTransport(broker)
+    relay = Relay(database_url, transport, settings=FAST)
+    events = [order_event(f"order-{i}") for i in range(3)]
+    async with relaying(relay):
+        async with sessions() as session, session.begin():
+            for event in events:
+                await add(session, event)
+        await wait_until(lambda: transport.failures >= 2, what="failed publishing")
+        await wait_until(
+            lambda: relay.metrics.relay_backlog._value.get() == 3, what="the backlog gauge"
+        )
+        assert await unsent(sessions) == 3
+        transport.recover()
+        await wait_until(lambda: len(broker.published) == 3, within=60, what="the backlog")
+    assert published_ids(broker.published) == [e.event_id for e in events]
+    assert await unsent(sessions) == 0
+
+
+async def write_rows(
+    sessions: async_sessionmaker[AsyncSession], keys: int, per_key: int
+) -> dict[str, list[uuid.UUID]]:
+    """Rows for ``keys`` orders, interleaved, each key's events in order; returns them."""
+    expected: dict[str, list[uuid.UUID]] = defaultdict(list)
+    rows = []
+    for sequence in range(per_key):
+        for k in range(keys):
+            envelope = order_event(f"order-{k}", sequence)
+            expected[envelope.key].append(envelope.event_id)
+            rows.append(outbox_row(envelope))
+    async with sessions() as session, session.begin():
+        for start in range(0, len(rows), 1000):
+            await session.execute(insert(outbox), rows[start : start + 1000])
+    return expected
+
+
+def by_key(messages: Sequence[OutgoingMessage]) -> dict[str, list[uuid.UUID]]:
+    received: dict[str, list[uuid.UUID]] = defaultdict(list)
+    for message in messages:
+        received[message.key].append(decode(message.body).event_id)
+    return received
+
+
+async def test_two_relays_publish_every_row_exactly_once_in_key_order(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    expected = await write_rows(sessions, keys=100, per_key=100)
+    broker = MemoryBroker()
+    first = Relay(database_url, MemoryTransport(broker), settings=FAST)
+    second = Relay(database_url, MemoryTransport(broker), settings=FAST)
+    async with relaying(first), relaying(second):
+        await wait_until(lambda: len(broker.published) >= 10_000, within=120, what="10,000")
+        await asyncio.sleep(0.5)
+    assert len(broker.published) == 10_000
+    assert by_key(broker.published) == expected
+    assert await unsent(sessions) == 0
+
+
+async def test_a_standby_relay_takes_over_when_the_leader_dies(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    broker = MemoryBroker()
+    leader = Relay(database_url, MemoryTransport(broker), settings=FAST)
+    standby = Relay(database_url, MemoryTransport(broker), settings=FAST)
+    async with relaying(leader):
+        await wait_until(lambda: leader.is_leader, what="a leader")
+        async with relaying(standby):
+            await asyncio.sleep(0.5)
+            assert not standby.is_leader
+            leader.stop()  # the leader goes away; its lock goes with its connection
+            await wait_until(lambda: not leader.connected, what="the leader to go")
+            await wait_until(lambda: standby.is_leader, within=10, what="the takeover")
+            expected = await write_rows(sessions, keys=3, per_key=5)
+            await wait_until(lambda: len(broker.published) == 15, what="the standby publishing")
+    assert by_key(broker.published) == expected
+
+
+async def test_a_leader_whose_connection_is_cut_loses_the_lead_to_the_standby(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    broker = MemoryBroker()
+    first = Relay(database_url, MemoryTransport(broker), settings=FAST)
+    second = Relay(database_url, MemoryTransport(broker), settings=FAST)
+    async with relaying(first), relaying(second):
+        await wait_until(lambda: first.is_leader or second.is_leader, what="a leader")
+        leader, standby = (first, second) if first.is_leader else (second, first)
+        admin = await asyncpg.connect(asyncpg_dsn(database_url))
+        try:  # as if the leader's host vanished: the server ends its session
+            await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_locks"
+                " WHERE locktype = 'advisory' AND granted AND objid = $1::bigint::oid",
+                leader.lock_key,
+            )
+        finally:
+            await admin.close()
+        await wait_until(lambda: standby.is_leader, within=10, what="the standby to lead")
+        expected = await write_rows(sessions, keys=2, per_key=3)
+        await wait_until(lambda: len(broker.published) == 6, what="publishing after takeover")
+    assert by_key(broker.published) == expected
