@@ -31,7 +31,7 @@ class RetryPolicy:
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
         if self.base_delay <= 0 or self.max_delay < self.base_delay:
-            raise ValueError("need 0 < base_delay <= max_delay")
+            raise ValueError("base_delay must be positive and at most max_delay")
         if self.time_scale <= 0:
             raise ValueError("time_scale must be positive")
 

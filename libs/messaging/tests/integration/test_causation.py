@@ -1,0 +1,67 @@
+"""Trace context and correlation id flow from a handled message into the handler's logs and
+into the events it publishes through the outbox, in the same transaction as its inbox row."""
+
+from __future__ import annotations
+
+import structlog
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from shop.contracts import OrderCreated, OrderPaid, decode, encode, examples, wrap
+from shop.messaging import MessageContext, MessagingSettings, Router, Worker, add
+from shop.messaging.message import OutgoingMessage
+from shop.messaging.naming import Naming
+from shop.messaging.outbox import message_headers
+from shop.messaging.schema import inbox, outbox
+from shop.messaging.testing import running, wait_until
+from shop.messaging.transports.memory import MemoryBroker, MemoryTransport
+
+TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+
+async def test_published_events_inherit_correlation_and_trace_and_name_their_cause(
+    sessions: async_sessionmaker[AsyncSession], unique_name: str
+) -> None:
+    router = Router(unique_name)
+
+    @router.subscriber(OrderCreated)
+    async def mark_paid(event: OrderCreated, ctx: MessageContext) -> None:
+        ctx.log.info("marking paid")
+        paid = examples.examples()[OrderPaid].model_copy(update={"order_id": event.order_id})
+        await add(ctx.db, paid, key=str(event.order_id))
+
+    handled = wrap(
+        examples.examples()[OrderCreated],
+        key="order-1",
+        correlation_id="checkout-42",
+        traceparent=TRACEPARENT,
+    )
+    transport = MemoryTransport(MemoryBroker())
+    worker = Worker(MessagingSettings(), transport, routers=[router], sessions=sessions)
+    with structlog.testing.capture_logs() as logs:
+        async with running(worker):
+            await transport.publish(
+                [
+                    OutgoingMessage(
+                        Naming().topic(OrderCreated),
+                        handled.key,
+                        encode(handled),
+                        message_headers(handled),  # type: ignore[arg-type]
+                    )
+                ]
+            )
+            await wait_until(lambda: any(e["event"] == "marking paid" for e in logs))
+
+    async with sessions() as session:
+        [body] = (await session.execute(select(outbox.c.body))).scalars().all()
+        inbox_rows = (await session.execute(select(inbox.c.event_id))).scalars().all()
+    published = decode(body)
+    assert published.type == "order.paid"
+    assert published.causation_id == handled.event_id
+    assert published.correlation_id == "checkout-42"
+    assert published.traceparent == TRACEPARENT
+    assert inbox_rows == [handled.event_id]
+    [line] = [e for e in logs if e["event"] == "marking paid"]
+    assert line["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert line["correlation_id"] == "checkout-42"
+    assert line["event_id"] == str(handled.event_id)

@@ -1,0 +1,117 @@
+"""The pipeline's decisions, without a broker or a database (non-transactional handlers)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from shop.contracts import OrderCreated, OrderPaid, encode, examples, wrap
+from shop.messaging import MessageContext, PermanentError, Router
+from shop.messaging.context import current_envelope
+from shop.messaging.message import Delivery
+from shop.messaging.outcome import Ack, DeadLetter, Retry
+from shop.messaging.pipeline import OutcomeRecord, Pipeline
+
+ORDER_CREATED = wrap(
+    examples.examples()[OrderCreated],
+    key="order-1",
+    traceparent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+)
+
+
+def delivery(body: bytes = encode(ORDER_CREATED), attempt: int = 1) -> Delivery:
+    return Delivery(body=body, headers={}, source="shop-order-created", attempt=attempt)
+
+
+def pipeline_with(
+    handler: object, *, max_attempts: int = 3
+) -> tuple[Pipeline, list[OutcomeRecord]]:
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False, max_attempts=max_attempts)(handler)  # type: ignore[arg-type]
+    records: list[OutcomeRecord] = []
+    return Pipeline(router, time_scale=0.5, observers=[records.append]), records
+
+
+async def succeed(event: OrderCreated, ctx: MessageContext) -> None:
+    assert current_envelope() == ctx.envelope
+
+
+async def fail(event: OrderCreated, ctx: MessageContext) -> None:
+    raise TimeoutError("smtp timed out")
+
+
+async def refuse(event: OrderCreated, ctx: MessageContext) -> None:
+    raise PermanentError("bad address")
+
+
+async def test_success_is_acknowledged_and_observed() -> None:
+    pipeline, records = pipeline_with(succeed)
+    assert await pipeline.process(delivery()) == Ack()
+    [record] = records
+    assert (record.subscriber, record.message_type, record.outcome) == (
+        "succeed", "order.created", Ack(),
+    )  # fmt: skip
+
+
+async def test_unexpected_errors_are_retried_until_the_last_attempt() -> None:
+    pipeline, _ = pipeline_with(fail, max_attempts=3)
+    first = await pipeline.process(delivery(attempt=1))
+    second = await pipeline.process(delivery(attempt=2))
+    last = await pipeline.process(delivery(attempt=3))
+    assert isinstance(first, Retry)
+    assert isinstance(second, Retry)
+    assert 0.8 <= first.delay <= 1.2  # 2 s nominal, time scale 0.5, jitter ±20%
+    assert first.delay < second.delay
+    assert isinstance(last, DeadLetter)
+    assert (last.attempts, last.failure.error_type) == (3, "TimeoutError")
+
+
+async def test_permanent_errors_are_dead_lettered_at_once() -> None:
+    pipeline, _ = pipeline_with(refuse)
+    outcome = await pipeline.process(delivery())
+    assert isinstance(outcome, DeadLetter)
+    assert (outcome.attempts, outcome.failure.error_message) == (1, "bad address")
+
+
+@pytest.mark.parametrize(
+    ("body", "error_type"),
+    [
+        (b"\xff\xfe not json", "UndecodableMessage"),
+        (b"x" * 300_000, "UndecodableMessage"),
+        (encode(ORDER_CREATED).replace(b'"total":250000', b'"total":"250000"'), "InvalidMessage"),
+        (encode(ORDER_CREATED).replace(b'"order.created"', b'"order.lost"'), "UnknownMessageType"),
+        (encode(wrap(examples.examples()[OrderPaid], key="o")), "NoSubscriber"),
+    ],
+)
+async def test_bad_messages_become_dead_letters_with_the_reason(
+    body: bytes, error_type: str
+) -> None:
+    pipeline, _ = pipeline_with(succeed)
+    outcome = await pipeline.process(delivery(body))
+    assert isinstance(outcome, DeadLetter)
+    assert outcome.failure.error_type == error_type
+    assert outcome.failure.error_message
+
+
+async def test_shutdown_cancellation_escapes_so_the_message_is_not_acknowledged() -> None:
+    started = asyncio.Event()
+
+    async def slow(event: OrderCreated, ctx: MessageContext) -> None:
+        started.set()
+        await asyncio.sleep(3600)
+
+    pipeline, records = pipeline_with(slow)
+    task = asyncio.create_task(pipeline.process(delivery()))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert records == []
+
+
+def test_transactional_subscribers_need_a_session_factory() -> None:
+    router = Router("order-service")
+    router.subscriber(OrderCreated)(succeed)
+    with pytest.raises(ValueError, match="session factory"):
+        Pipeline(router)

@@ -1,0 +1,69 @@
+"""Dead-letter metadata, header hygiene, log masking, relay ordering after partial failure."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from shop.messaging import headers as h
+from shop.messaging.deadletters import (
+    DeadLetterFilter,
+    dead_letter_headers,
+    read_dead_letter,
+)
+from shop.messaging.logging import mask_emails
+from shop.messaging.message import Delivery, OutgoingMessage
+from shop.messaging.outcome import DeadLetter, Failure
+from shop.messaging.relay import _sent_in_key_order, asyncpg_dsn
+
+FIRST = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
+LAST = datetime(2026, 12, 1, 8, 5, tzinfo=UTC)
+
+
+def test_dead_letter_metadata_round_trips_and_keeps_the_original_headers() -> None:
+    delivery = Delivery(
+        body=b"{}",
+        headers={h.MESSAGE_TYPE: "order.created", "traceparent": "t", h.ATTEMPT: "4"},
+        source="shop-order-created",
+        attempt=5,
+    )
+    outcome = DeadLetter(Failure("RuntimeError", "boom"), 5, FIRST, LAST)
+    stored = dead_letter_headers("notification-service", delivery, outcome)
+    assert stored[h.DEAD_LETTER_ATTEMPTS] == "5"
+    assert h.ATTEMPT not in stored
+    letter = read_dead_letter("7", b"{}", stored)
+    assert letter.headers == {h.MESSAGE_TYPE: "order.created", "traceparent": "t"}
+    assert (letter.group, letter.source, letter.message_type) == (
+        "notification-service", "shop-order-created", "order.created",
+    )  # fmt: skip
+    assert (letter.error_type, letter.error_message, letter.attempts) == ("RuntimeError", "boom", 5)
+    assert (letter.first_failure_at, letter.last_failure_at) == (FIRST, LAST)
+
+
+def test_dead_letter_filter_matches_every_given_field() -> None:
+    stored = dead_letter_headers(
+        "g",
+        Delivery(b"{}", {h.MESSAGE_TYPE: "order.paid"}, "src"),
+        DeadLetter(Failure("SMTPRecipientsRefused", "550 no such user"), 1, FIRST, LAST),
+    )
+    letter = read_dead_letter("1", b"{}", stored)
+    assert DeadLetterFilter().matches(letter)
+    assert DeadLetterFilter(message_type="order.paid", error_contains="NO SUCH").matches(letter)
+    assert not DeadLetterFilter(message_type="order.created").matches(letter)
+    assert not DeadLetterFilter(error_type="TimeoutError").matches(letter)
+
+
+def test_emails_are_masked_in_logs() -> None:
+    event = {"event": "sent to ayu.lestari@example.com", "count": 3}
+    assert mask_emails(None, "info", event) == {"event": "sent to ay***@example.com", "count": 3}
+
+
+def test_after_a_partial_failure_nothing_behind_a_failed_message_of_its_key_is_marked() -> None:
+    messages = [OutgoingMessage("t", key, b"") for key in ("a", "b", "a", "c", "b")]
+    assert _sent_in_key_order(messages, failed={0}) == [1, 3, 4]
+    assert _sent_in_key_order(messages, failed={1, 3}) == [0, 2]
+    assert _sent_in_key_order(messages, failed=set()) == [0, 1, 2, 3, 4]
+
+
+def test_sqlalchemy_urls_become_asyncpg_dsns() -> None:
+    assert asyncpg_dsn("postgresql+asyncpg://u@h:5/db") == "postgresql://u@h:5/db"
+    assert asyncpg_dsn("postgresql://u@h/db") == "postgresql://u@h/db"
