@@ -12,11 +12,12 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 PYTEST_ARGS ?=
 
-.PHONY: help install run test lint typecheck contracts pytest format bench clean
+.PHONY: help install run test lint typecheck contracts pytest format bench bench-relay clean
 
 help:
 	@echo "make run    start the shop on embedded infrastructure (Ctrl-C stops it)"
 	@echo "make test   lint, type-check, check contracts, run the whole test suite"
+	@echo "make bench  run the benchmarks (figures and their baselines)"
 	@echo "make format apply ruff's formatting and safe fixes"
 
 $(UV):
@@ -47,6 +48,12 @@ pytest: install
 	$(RUN) pytest $(PYTEST_ARGS)
 
 test: lint typecheck contracts pytest
+
+# Benchmarks measure speed (tests never do); each prints its baseline from the same run.
+bench: bench-relay
+
+bench-relay: install
+	$(RUN) python bench/relay/bench_relay.py
 
 format: install
 	$(RUN) ruff format .

@@ -121,7 +121,8 @@ async def test_rows_committed_while_the_broker_is_down_are_published_after(
                 await add(session, event)
         await wait_until(lambda: transport.failures >= 2, what="failed publishing")
         await wait_until(
-            lambda: relay.metrics.relay_backlog._value.get() == 3, what="the backlog gauge"
+            lambda: relay.metrics.registry.get_sample_value("messaging_relay_backlog") == 3,
+            what="the backlog gauge",
         )
         assert await unsent(sessions) == 3
         transport.recover()

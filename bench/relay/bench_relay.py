@@ -1,0 +1,210 @@
+"""Outbox → Kafka: one relay's throughput next to raw aiokafka producing the same messages,
+and commit → consumer latency at a steady rate. Run: ``make bench-relay``.
+
+Both throughput figures come from the same run, on the same broker, with the same producer
+settings (acks=all, linger 5 ms), the same bodies, keys and headers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from sqlalchemy import func, insert, select
+from sqlalchemy.ext.asyncio import AsyncEngine, async_sessionmaker, create_async_engine
+
+from shop.contracts import OrderCreated, examples, wrap
+from shop.devstack.parts import Part, kafka_part, postgres_part
+from shop.devstack.settings import DevstackSettings
+from shop.messaging import KafkaSettings, Naming, Relay, RelaySettings, add
+from shop.messaging.outbox import outbox_row
+from shop.messaging.schema import OUTBOX_CHANNEL, create_tables, outbox
+from shop.messaging.testing import wait_until
+from shop.messaging.transports.kafka import KafkaTransport
+
+PARTITIONS = 6
+LINGER_MS = 5
+
+
+@contextlib.contextmanager
+def infrastructure(workdir: Path) -> Iterator[tuple[str, str]]:
+    """Postgres and a Kafka-protocol broker (embedded, or the ones SHOP_DEVSTACK_* name)."""
+    settings = DevstackSettings()
+    postgres, server = postgres_part(settings, workdir)
+    kafka, cluster = kafka_part(settings, workdir)
+    parts: list[Part] = [postgres, kafka]
+    try:
+        for part in parts:
+            part.spawn()
+        for part in parts:
+            part.wait_ready()
+        database = asyncio.run(server.create_database(prefix="bench"))
+        yield server.url(database, driver="postgresql+asyncpg"), cluster.bootstrap_servers
+    finally:
+        for part in reversed(parts):
+            part.stop()
+
+
+def rows(count: int) -> list[dict[str, object]]:
+    """``count`` OrderCreated outbox rows over 1,000 orders, as checkouts would write them."""
+    event = examples.examples()[OrderCreated]
+    return [outbox_row(wrap(event, key=f"order-{i % 1000}")) for i in range(count)]
+
+
+@contextlib.asynccontextmanager
+async def kafka_transport(bootstrap: str, namespace: str) -> AsyncIterator[KafkaTransport]:
+    transport = KafkaTransport(
+        KafkaSettings(bootstrap_servers=bootstrap, partitions=PARTITIONS, linger_ms=LINGER_MS),
+        Naming(namespace),
+    )
+    await transport.start()  # creates the topics
+    try:
+        yield transport
+    finally:
+        await transport.close()
+
+
+async def raw_aiokafka(bootstrap: str, batch: list[dict[str, object]]) -> float:
+    """Events/s of a bare aiokafka producer sending the relay's messages."""
+    async with kafka_transport(bootstrap, "raw"):
+        topic = Naming("raw").topic(OrderCreated)
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=LINGER_MS)
+        await producer.start()
+        try:
+            started = time.perf_counter()
+            sends = [
+                await producer.send(
+                    topic,
+                    value=row["body"],
+                    key=str(row["key"]).encode(),
+                    headers=[(k, v.encode()) for k, v in row["headers"].items()],  # type: ignore[attr-defined]
+                )
+                for row in batch
+            ]
+            await asyncio.gather(*sends)
+            return len(batch) / (time.perf_counter() - started)
+        finally:
+            await producer.stop()
+
+
+async def relay_throughput(
+    engine: AsyncEngine, url: str, bootstrap: str, batch: list[dict[str, object]]
+) -> float:
+    """Events/s of one relay draining ``batch`` committed rows to Kafka."""
+    async with kafka_transport(bootstrap, "relay") as transport:
+        relay = Relay(url, transport, naming=Naming("relay"), settings=RelaySettings())
+        task = asyncio.create_task(relay.run())
+        await wait_until(lambda: relay.is_leader, what="the relay to lead")
+        async with engine.begin() as connection:
+            for start in range(0, len(batch), 5000):
+                await connection.execute(insert(outbox), batch[start : start + 5000])
+            await connection.execute(select(func.pg_notify(OUTBOX_CHANNEL, "")))
+        started = time.perf_counter()  # the commit: the relay wakes on its NOTIFY
+        await wait_until(
+            lambda: published(relay) >= len(batch), within=600, what="the relay to drain"
+        )
+        elapsed = time.perf_counter() - started
+        relay.stop()
+        await task
+        return len(batch) / elapsed
+
+
+async def steady_latency(
+    engine: AsyncEngine, url: str, bootstrap: str, rate: int, seconds: float
+) -> list[float]:
+    """Commit → received-by-a-consumer latencies (ms) of events written at ``rate``/s, one
+    transaction each. This includes the consumer's fetch, so it bounds commit → publish."""
+    naming = Naming("latency")
+    committed: dict[str, float] = {}
+    latencies: list[float] = []
+    async with kafka_transport(bootstrap, "latency") as transport:
+        consumer = AIOKafkaConsumer(
+            naming.topic(OrderCreated),
+            bootstrap_servers=bootstrap,
+            group_id=f"bench-{uuid.uuid4().hex[:8]}",
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=5,
+            session_timeout_ms=6000,
+        )
+        await consumer.start()
+        relay = Relay(url, transport, naming=naming, settings=RelaySettings())
+        relay_task = asyncio.create_task(relay.run())
+        sessions = async_sessionmaker(engine)
+        total = int(rate * seconds)
+
+        async def consume() -> None:
+            while len(latencies) < total:
+                for records in (await consumer.getmany(timeout_ms=100)).values():
+                    now = time.perf_counter()
+                    for record in records:
+                        event_id = dict(record.headers)["x-event-id"].decode()
+                        latencies.append((now - committed[event_id]) * 1000)
+
+        consuming = asyncio.create_task(consume())
+        await asyncio.sleep(6)  # the consumer group forms before the clock starts
+        event = examples.examples()[OrderCreated]
+        started = time.perf_counter()
+        for i in range(total):
+            await asyncio.sleep(max(0.0, started + i / rate - time.perf_counter()))
+            envelope = wrap(event, key=f"order-{i % 1000}")
+            async with sessions() as session, session.begin():
+                await add(session, envelope)
+            committed[str(envelope.event_id)] = time.perf_counter()
+        await asyncio.wait_for(consuming, 60)
+        relay.stop()
+        await relay_task
+        await consumer.stop()
+    return latencies
+
+
+def published(relay: Relay) -> float:
+    return relay.metrics.registry.get_sample_value("messaging_relay_published_total") or 0.0
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+async def measure(url: str, bootstrap: str, events: int, rate: int, seconds: float) -> None:
+    engine = create_async_engine(url, pool_size=4)
+    async with engine.begin() as connection:
+        await create_tables(connection)
+    batch = rows(events)
+    raw = await raw_aiokafka(bootstrap, batch)
+    relayed = await relay_throughput(engine, url, bootstrap, rows(events))
+    print(f"throughput, {events} events, {PARTITIONS} partitions")
+    print(f"  raw aiokafka producer : {raw:10,.0f} events/s")
+    print(f"  outbox relay          : {relayed:10,.0f} events/s")
+    print(f"  ratio relay/raw       : {relayed / raw:10.2f}")
+    latencies = await steady_latency(engine, url, bootstrap, rate, seconds)
+    print(
+        f"commit -> consumer latency, {rate} events/s for {seconds:.0f} s, {len(latencies)} events"
+    )
+    p50, p99 = percentile(latencies, 0.50), percentile(latencies, 0.99)
+    print(f"  p50 {p50:7.1f} ms   p99 {p99:7.1f} ms   max {max(latencies):7.1f} ms")
+    await engine.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--events", type=int, default=50_000)
+    parser.add_argument("--rate", type=int, default=500)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args()
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-relay-") as workdir,
+        infrastructure(Path(workdir)) as (url, bootstrap),
+    ):
+        asyncio.run(measure(url, bootstrap, args.events, args.rate, args.seconds))
+
+
+if __name__ == "__main__":
+    main()
