@@ -211,3 +211,23 @@ async def test_a_leader_whose_connection_is_cut_loses_the_lead_to_the_standby(
         expected = await write_rows(sessions, keys=2, per_key=3)
         await wait_until(lambda: len(broker.published) == 6, what="publishing after takeover")
     assert by_key(broker.published) == expected
+
+
+async def rows_left(sessions: async_sessionmaker[AsyncSession]) -> int:
+    async with sessions() as session:
+        return int((await session.execute(select(func.count()).select_from(outbox))).scalar_one())
+
+
+@pytest.mark.parametrize(("retention", "kept"), [(0.0, 0), (3600.0, 4)])
+async def test_sent_rows_are_deleted_once_past_their_retention(
+    sessions: async_sessionmaker[AsyncSession], database_url: str, retention: float, kept: int
+) -> None:
+    broker = MemoryBroker()
+    settings = FAST.model_copy(update={"retention_seconds": retention, "cleanup_interval": 0.1})
+    relay = Relay(database_url, MemoryTransport(broker), settings=settings)
+    async with relaying(relay):
+        await write_rows(sessions, keys=2, per_key=2)
+        await wait_until(lambda: len(broker.published) == 4, what="publishing")
+        await asyncio.sleep(0.5)  # several cleanup rounds
+    assert await unsent(sessions) == 0
+    assert await rows_left(sessions) == kept

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.contracts import Envelope, OrderCreated, PaymentReceived, encode, examples, wrap
 from shop.messaging import (
+    DeadLetterFilter,
     DeadLetters,
     MessageContext,
     MessagingSettings,
@@ -331,3 +332,37 @@ async def test_sigterm_during_processing_loses_nothing(harness: Harness) -> None
             lambda: set(completed) == {e.key for e in envelopes}, within=WAIT, what="all"
         )
     assert set(completed) == {e.key for e in envelopes}
+
+
+async def test_dead_letters_are_filtered_redriven_in_bulk_and_purged(harness: Harness) -> None:
+    router = Router(harness.group)
+    fixed = {"yes": False}
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def triage(event: OrderCreated, ctx: MessageContext) -> None:
+        if fixed["yes"]:
+            harness.handled.append((ctx.envelope.key, ctx.attempt))
+            return
+        if ctx.envelope.key.startswith("address"):
+            raise PermanentError("550 mailbox unavailable")
+        raise ValueError("template variable missing")
+
+    bounced = [order_created(key=f"address-{i}") for i in range(2)]
+    broken = [order_created(key=f"template-{i}") for i in range(3)]
+    worker = harness.worker(router)
+    async with running(worker):
+        dead_letters = harness.dead_letters(worker)
+        await harness.publish([outgoing(harness.naming, e) for e in [*bounced, *broken]])
+        await wait_until(lambda: len(harness.outcomes_of(DeadLetter)) == 5, within=WAIT)
+        assert len(await dead_letters.list(DeadLetterFilter(error_type="ValueError"))) == 3
+        purged = await dead_letters.purge(DeadLetterFilter(error_contains="mailbox"))
+        assert purged == 2
+        fixed["yes"] = True
+        redriven = await dead_letters.redrive(
+            DeadLetterFilter(message_type="order.created"), per_second=50
+        )
+        assert redriven == 3
+        await wait_until(lambda: len(harness.handled) == 3, within=WAIT, what="the redriven")
+        remaining = await dead_letters.list()
+    assert sorted(key for key, _ in harness.handled) == sorted(e.key for e in broken)
+    assert remaining == []
