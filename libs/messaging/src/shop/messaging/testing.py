@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from shop.messaging.worker import Worker
@@ -20,6 +20,17 @@ async def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {within} s waiting for {what}")
         await asyncio.sleep(0.02)
+
+
+async def eventually(
+    check: Callable[[], Awaitable[bool]], *, within: float = 30.0, what: str = "condition"
+) -> None:
+    """Like :func:`wait_until` for a check that must itself await (a database query)."""
+    deadline = time.monotonic() + within
+    while not await check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {within} s waiting for {what}")
+        await asyncio.sleep(0.05)
 
 
 @asynccontextmanager
