@@ -429,7 +429,7 @@ async def test_all_dead_letters_are_moved_back_at_once(
         MessageAttributes=message_attributes(message_headers(envelopes[2]), envelopes[2].key),
     )
 
-    moved = await transport.dead_letter_store.redrive_all(GROUP)
+    moved = await transport.dead_letter_store.redrive_all(GROUP, per_second=50)
 
     assert moved == 3
     assert await messages_in(sqs, queues.dead_letters_url) == 0

@@ -32,6 +32,8 @@ class StoredDeadLetter:
     attempts: int
     first_failure_at: datetime
     last_failure_at: datetime
+    key: str | None = None
+    """The aggregate key it was published with: a redrive keeps it, and so its partition."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +73,9 @@ def dead_letter_headers(group: str, delivery: Delivery, outcome: DeadLetter) -> 
     return result
 
 
-def read_dead_letter(letter_id: str, body: bytes, stored: Mapping[str, str]) -> StoredDeadLetter:
+def read_dead_letter(
+    letter_id: str, body: bytes, stored: Mapping[str, str], key: str | None = None
+) -> StoredDeadLetter:
     """Rebuild a dead letter from what a transport stored (``dead_letter_headers``)."""
     now = datetime.now(UTC).isoformat()
     return StoredDeadLetter(
@@ -86,6 +90,7 @@ def read_dead_letter(letter_id: str, body: bytes, stored: Mapping[str, str]) -> 
         attempts=int(stored.get(h.DEAD_LETTER_ATTEMPTS, "0")),
         first_failure_at=datetime.fromisoformat(stored.get(h.DEAD_LETTER_FIRST_FAILURE_AT, now)),
         last_failure_at=datetime.fromisoformat(stored.get(h.DEAD_LETTER_LAST_FAILURE_AT, now)),
+        key=key,
     )
 
 
@@ -103,6 +108,25 @@ class DeadLetterStore(Protocol):
     async def purge(self, group: str, letters: Sequence[StoredDeadLetter]) -> None:
         """Remove ``letters`` for good."""
         ...
+
+    async def redrive_all(self, group: str, *, per_second: float) -> int:
+        """Give every dead letter back to ``group``, at most ``per_second`` a second;
+        how many went back. A transport with a native bulk move uses it."""
+        ...
+
+
+async def redrive_each(
+    store: DeadLetterStore, group: str, letters: Sequence[StoredDeadLetter], per_second: float
+) -> int:
+    """Redrive ``letters`` one by one, spaced so that at most ``per_second`` go a second:
+    a large redrive must not flood the consumer or what it calls."""
+    if per_second <= 0:
+        raise ValueError("per_second must be positive")
+    for index, letter in enumerate(letters):
+        if index:
+            await asyncio.sleep(1 / per_second)
+        await store.redrive(group, letter)
+    return len(letters)
 
 
 class DeadLetters:
@@ -130,16 +154,11 @@ class DeadLetters:
     async def redrive(
         self, where: DeadLetterFilter | None = None, *, per_second: float = 10.0
     ) -> int:
-        """Redrive every matching dead letter, at most ``per_second`` of them a second, so
-        that a large redrive cannot flood the consumer or what it calls."""
-        if per_second <= 0:
-            raise ValueError("per_second must be positive")
-        letters = await self.list(where)
-        for index, letter in enumerate(letters):
-            if index:
-                await asyncio.sleep(1 / per_second)
-            await self.store.redrive(self.group, letter)
-        return len(letters)
+        """Redrive every matching dead letter (all of them without a filter), at most
+        ``per_second`` of them a second; how many went back."""
+        if where is None:
+            return await self.store.redrive_all(self.group, per_second=per_second)
+        return await redrive_each(self.store, self.group, await self.list(where), per_second)
 
     async def purge(self, where: DeadLetterFilter | None = None) -> int:
         letters = await self.list(where)

@@ -30,6 +30,10 @@ DEAD_LETTER_ATTEMPTS: Final = "x-dead-letter-attempts"
 DEAD_LETTER_FIRST_FAILURE_AT: Final = "x-dead-letter-first-failure-at"
 DEAD_LETTER_LAST_FAILURE_AT: Final = "x-dead-letter-last-failure-at"
 
+DEAD_LETTER_RESOLVES: Final = "x-dead-letter-resolves"
+"""On a marker record of a Kafka dead-letter topic: the id of the dead letter it settles
+(redriven or purged), since Kafka cannot delete a single record."""
+
 DEAD_LETTER_KEYS: Final = frozenset(
     {
         DEAD_LETTER_CONSUMER,

@@ -15,6 +15,9 @@ class KafkaSettings(BaseModel):
     replication_factor: int = Field(default=1, ge=1)
     session_timeout_ms: int = Field(default=10_000, ge=1_000)
     client_id: str = "shop"
+    request_timeout_ms: int = Field(default=40_000, ge=1_000)
+    """How long a publish may wait for the broker before it counts as failed (the relay
+    then keeps the rows and backs off)."""
     linger_ms: int = Field(default=5, ge=0)
     """How long the producer waits to fill a batch: a little latency for a lot of throughput."""
 

@@ -10,7 +10,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from shop.messaging import headers as h
-from shop.messaging.deadletters import StoredDeadLetter, dead_letter_headers, read_dead_letter
+from shop.messaging.deadletters import (
+    StoredDeadLetter,
+    dead_letter_headers,
+    read_dead_letter,
+    redrive_each,
+)
 from shop.messaging.dispatch import KeyedDispatcher
 from shop.messaging.message import Delivery, OutgoingMessage
 from shop.messaging.naming import Naming
@@ -66,8 +71,16 @@ class MemoryDeadLetterStore:
         self.broker.dead_letters[group].pop(letter.id, None)
         self.broker.enqueue(
             group,
-            Delivery(body=letter.body, headers=dict(letter.headers), source=letter.source),
+            Delivery(
+                body=letter.body,
+                headers=dict(letter.headers),
+                source=letter.source,
+                key=letter.key,
+            ),
         )
+
+    async def redrive_all(self, group: str, *, per_second: float) -> int:
+        return await redrive_each(self, group, await self.list(group), per_second)
 
     async def purge(self, group: str, letters: Sequence[StoredDeadLetter]) -> None:
         for letter in letters:
@@ -143,7 +156,10 @@ class MemoryConsumer:
         assert isinstance(outcome, DeadLetter)
         letter_id = self.broker.next_dead_letter_id()
         self.broker.dead_letters[self.group][letter_id] = read_dead_letter(
-            letter_id, delivery.body, dead_letter_headers(self.group, delivery, outcome)
+            letter_id,
+            delivery.body,
+            dead_letter_headers(self.group, delivery, outcome),
+            key=delivery.key,
         )
 
 

@@ -807,17 +807,21 @@ class SqsDeadLetterStore:
         if refused:
             raise MessagingError(f"SQS did not delete dead letters {refused} of {group}")
 
-    async def redrive_all(self, group: str) -> int:
-        """Move every dead letter of ``group`` back to its queue; how many moved.
+    async def redrive_all(self, group: str, *, per_second: float) -> int:
+        """Move every dead letter of ``group`` back to its queue, at most ``per_second`` a
+        second; how many moved.
 
         Uses StartMessageMoveTask where the endpoint has it (the messages move unchanged:
         the consumer drops their dead-letter keys), else moves them one by one.
         """
+        if per_second <= 0:
+            raise ValueError("per_second must be positive")
         queues = await self._transport.queues_of(group)
-        moved = await self._move_with_task(queues)
+        moved = await self._move_with_task(queues, per_second)
         if moved is not None:
             return moved
-        return await self._move_back(queues, await self._scan(queues.dead_letters_url))
+        scanned = await self._scan(queues.dead_letters_url)
+        return await self._move_back(queues, scanned, per_second=per_second)
 
     # -- scanning ---------------------------------------------------------------------
 
@@ -853,17 +857,27 @@ class SqsDeadLetterStore:
         stored = dict(message.headers)
         if h.DEAD_LETTER_ERROR_TYPE not in stored:
             stored.update(_moved_by_sqs(group, queues, message, max_receive_count))
-        return read_dead_letter(message.message_id, message.body.encode("utf-8"), stored)
+        return read_dead_letter(
+            message.message_id, message.body.encode("utf-8"), stored, key=message.key
+        )
 
     # -- moving back ------------------------------------------------------------------
 
-    async def _move_back(self, queues: SqsQueues, messages: Sequence[SqsMessage]) -> int:
+    async def _move_back(
+        self,
+        queues: SqsQueues,
+        messages: Sequence[SqsMessage],
+        *,
+        per_second: float | None = None,
+    ) -> int:
         """Send each message to the group's queue, then delete it here; release the rest
         if one fails."""
         sqs = self._transport.sqs
         moved = 0
         try:
             for message in messages:
+                if moved and per_second:
+                    await asyncio.sleep(1 / per_second)
                 headers = h.original_headers(message.headers)
                 headers[h.ORIGIN] = (
                     message.headers.get(h.DEAD_LETTER_SOURCE)
@@ -877,13 +891,16 @@ class SqsDeadLetterStore:
             await sqs.release(queues.dead_letters_url, messages[moved:])
         return moved
 
-    async def _move_with_task(self, queues: SqsQueues) -> int | None:
+    async def _move_with_task(self, queues: SqsQueues, per_second: float) -> int | None:
         """Move everything with StartMessageMoveTask and wait until done; how many moved,
         or None when the endpoint cannot."""
         async with self._transport.single_try_sqs() as client:
             try:
                 response = await client.start_message_move_task(
-                    SourceArn=queues.dead_letters_arn, DestinationArn=queues.arn
+                    SourceArn=queues.dead_letters_arn,
+                    DestinationArn=queues.arn,
+                    # SQS accepts 1 to 500 messages a second.
+                    MaxNumberOfMessagesPerSecond=max(1, min(500, int(per_second))),
                 )
             except ClientError as error:
                 status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))

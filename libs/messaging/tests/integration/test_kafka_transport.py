@@ -1,0 +1,422 @@
+"""What only the Kafka transport has to get right, against a real Kafka-protocol broker:
+topics, per-key order across partitions, commits that never pass an unfinished message,
+delay topics that hold a retry without holding anything else, dead-letter markers.
+
+The behaviour every transport shares is in ``test_transport_behaviour.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+
+from shop.contracts import ALL_CONTRACTS, OrderCreated, encode, wrap
+from shop.contracts.examples import examples
+from shop.devstack.kafka import KafkaCluster
+from shop.messaging import headers as h
+from shop.messaging.context import MessageContext
+from shop.messaging.errors import PermanentError
+from shop.messaging.headers import DEAD_LETTER_RESOLVES
+from shop.messaging.message import OutgoingMessage
+from shop.messaging.naming import Naming
+from shop.messaging.outbox import message_headers
+from shop.messaging.pipeline import Pipeline
+from shop.messaging.settings import KafkaSettings
+from shop.messaging.subscriber import Router
+from shop.messaging.transports.base import ConsumerOptions
+from shop.messaging.transports.kafka import (
+    KafkaConsumer,
+    KafkaTransport,
+    delay_seconds,
+    group_id,
+)
+
+GROUP = "order-service"
+SESSION_TIMEOUT_MS = 3_000
+"""Short, because this broker holds a group's first join for half of it and a re-join
+after a member left for almost two sessions."""
+WAIT = 30.0
+
+
+def kafka_settings(cluster: KafkaCluster, *, partitions: int) -> KafkaSettings:
+    return KafkaSettings(
+        bootstrap_servers=cluster.bootstrap_servers,
+        partitions=partitions,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
+    )
+
+
+@asynccontextmanager
+async def started(settings: KafkaSettings, naming: Naming) -> AsyncIterator[KafkaTransport]:
+    transport = KafkaTransport(settings, naming)
+    try:
+        await transport.start()
+        yield transport
+    finally:
+        await transport.close()
+
+
+@asynccontextmanager
+async def running(consumer: KafkaConsumer) -> AsyncIterator[KafkaConsumer]:
+    task = asyncio.create_task(consumer.run())
+    try:
+        yield consumer
+    finally:
+        consumer.stop()
+        await asyncio.wait_for(task, WAIT)
+
+
+@asynccontextmanager
+async def admin_client(cluster: KafkaCluster) -> AsyncIterator[AIOKafkaAdminClient]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        await admin.start()
+        yield admin
+    finally:
+        await admin.close()
+
+
+async def eventually(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting until {what}")
+        await asyncio.sleep(0.05)
+
+
+async def eventually_async(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not await check():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out waiting until {what}")
+        await asyncio.sleep(0.1)
+
+
+def order_created(naming: Naming, key: str) -> OutgoingMessage:
+    envelope = wrap(examples()[OrderCreated], key=key)
+    return OutgoingMessage(
+        topic=naming.topic(OrderCreated),
+        key=key,
+        body=encode(envelope),
+        headers=message_headers(envelope),
+    )
+
+
+async def partition_counts(cluster: KafkaCluster, topics: list[str]) -> dict[str, int]:
+    async with admin_client(cluster) as admin:
+        existing = set(await admin.list_topics())
+        described = await admin.describe_topics([t for t in topics if t in existing])
+    return {d["topic"]: len(d["partitions"]) for d in described}
+
+
+async def read_all(
+    cluster: KafkaCluster, topic: str, partitions: int
+) -> list[tuple[int, bytes, dict[str, str]]]:
+    """(partition, value, headers) of each record of ``topic``, read without a group."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers, enable_auto_commit=False
+    )
+    tps = [TopicPartition(topic, p) for p in range(partitions)]
+    records: list[tuple[int, bytes, dict[str, str]]] = []
+    try:
+        await consumer.start()
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        while not await at_end(consumer, tps):
+            batch = await consumer.getmany(timeout_ms=250)
+            records.extend(
+                (r.partition, r.value, {k: v.decode() for k, v in r.headers})
+                for rs in batch.values()
+                for r in rs
+            )
+    finally:
+        await consumer.stop()
+    return records
+
+
+async def at_end(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> bool:
+    # The high watermark of the last fetch: this broker's end-offsets answer lags behind.
+    for tp in tps:
+        highwater = consumer.highwater(tp)
+        if highwater is None or await consumer.position(tp) < highwater:
+            return False
+    return True
+
+
+async def committed_offset(cluster: KafkaCluster, group: str, topic: str) -> int | None:
+    """The committed offset of partition 0 of ``topic``, asked without joining ``group``."""
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers, group_id=group, enable_auto_commit=False
+    )
+    try:
+        await consumer.start()
+        offset: int | None = await consumer.committed(TopicPartition(topic, 0))
+    finally:
+        await consumer.stop()
+    return offset
+
+
+@dataclass(frozen=True)
+class Handled:
+    key: str
+    attempt: int
+    at: float
+
+
+async def test_start_creates_every_contract_topic_once_with_the_configured_partitions(
+    kafka_cluster: KafkaCluster, unique_name: str
+) -> None:
+    naming = Naming(unique_name)
+    topics = [naming.topic(contract) for contract in ALL_CONTRACTS]
+
+    async with started(kafka_settings(kafka_cluster, partitions=3), naming):
+        assert await partition_counts(kafka_cluster, topics) == dict.fromkeys(topics, 3)
+    # Starting again finds them there and leaves them as they are.
+    async with started(kafka_settings(kafka_cluster, partitions=5), naming):
+        assert await partition_counts(kafka_cluster, topics) == dict.fromkeys(topics, 3)
+
+
+async def test_declare_creates_the_delay_and_dead_letter_topics_of_the_group(
+    kafka_cluster: KafkaCluster, unique_name: str
+) -> None:
+    naming = Naming(unique_name)
+    router = Router(GROUP)
+
+    @router.subscriber(OrderCreated, transactional=False, max_attempts=4)
+    async def remember(event: OrderCreated, context: MessageContext) -> None: ...
+
+    async with started(kafka_settings(kafka_cluster, partitions=2), naming) as transport:
+        await transport.declare(Pipeline(router))
+        await transport.declare(Pipeline(router))
+
+    assert delay_seconds(router) == [0.0, 2.0, 4.0, 8.0]
+    wanted = [naming.delay_topic(GROUP, s) for s in (0, 2, 4, 8)] + [naming.dead_letters(GROUP)]
+    assert await partition_counts(kafka_cluster, wanted) == dict.fromkeys(wanted, 2)
+
+
+async def test_publish_keeps_the_order_of_each_key_across_partitions(
+    kafka_cluster: KafkaCluster, unique_name: str
+) -> None:
+    naming = Naming(unique_name)
+    topic = naming.topic(OrderCreated)
+    keys = [f"order-{n}" for n in range(12)]
+    messages = [
+        OutgoingMessage(topic=topic, key=key, body=f"{key}/{seq}".encode())
+        for seq in range(25)
+        for key in keys
+    ]
+
+    async with started(kafka_settings(kafka_cluster, partitions=4), naming) as transport:
+        for start in range(0, len(messages), 100):
+            await transport.publish(messages[start : start + 100])
+
+    records = await read_all(kafka_cluster, topic, 4)
+    assert len(records) == len(messages)
+    partitions_of_key: dict[str, set[int]] = {}
+    sequence_of_key: dict[str, list[int]] = {}
+    for partition, value, _ in records:
+        key, seq = value.decode().split("/")
+        partitions_of_key.setdefault(key, set()).add(partition)
+        sequence_of_key.setdefault(key, []).append(int(seq))
+    assert all(len(p) == 1 for p in partitions_of_key.values())
+    assert len(set().union(*partitions_of_key.values())) > 1
+    assert sequence_of_key == {key: list(range(25)) for key in keys}
+
+
+async def test_offsets_are_never_committed_past_an_unfinished_message(
+    kafka_cluster: KafkaCluster, unique_name: str
+) -> None:
+    naming = Naming(unique_name)
+    topic = naming.topic(OrderCreated)
+    group = group_id(naming, GROUP)
+    fast_keys = [f"fast-{n}" for n in range(5)]
+    handled: list[Handled] = []
+    release_slow = asyncio.Event()
+
+    router = Router(GROUP)
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def remember(event: OrderCreated, context: MessageContext) -> None:
+        key = context.envelope.key
+        if key == "slow":
+            await release_slow.wait()
+        handled.append(Handled(key, context.attempt, time.monotonic()))
+
+    options = ConsumerOptions(max_in_flight=8, drain_timeout=0.2)
+    async with started(kafka_settings(kafka_cluster, partitions=1), naming) as transport:
+        pipeline = Pipeline(router)
+        await transport.declare(pipeline)
+        # One partition: the slow message at offset 0, the fast ones after it.
+        await transport.publish([order_created(naming, k) for k in ["slow", *fast_keys]])
+
+        async with running(transport.consumer(pipeline, options)):
+            await eventually(lambda: len(handled) == len(fast_keys), "the fast ones are done")
+
+            async def committed() -> bool:
+                return await committed_offset(kafka_cluster, group, topic) is not None
+
+            await eventually_async(committed, "an offset is committed")
+            await asyncio.sleep(1.0)  # a couple more commit rounds
+            assert await committed_offset(kafka_cluster, group, topic) == 0
+        # Stopped with the slow one still running: it was abandoned, not committed.
+        assert await committed_offset(kafka_cluster, group, topic) == 0
+
+        release_slow.set()
+        handled.clear()
+        async with running(transport.consumer(pipeline, options)):
+            await eventually(
+                lambda: any(x.key == "slow" for x in handled), "the slow one comes again"
+            )
+            await eventually(lambda: len(handled) == 1 + len(fast_keys), "all came again")
+
+            async def all_committed() -> bool:
+                return await committed_offset(kafka_cluster, group, topic) == 1 + len(fast_keys)
+
+            await eventually_async(all_committed, "everything is committed")
+    assert [x.attempt for x in handled] == [1] * (1 + len(fast_keys))
+
+
+async def test_stop_returns_while_every_slot_is_taken(
+    kafka_cluster: KafkaCluster, unique_name: str
+) -> None:
+    naming = Naming(unique_name)
+    started_keys: list[str] = []
+
+    router = Router(GROUP)
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def hang(event: OrderCreated, context: MessageContext) -> None:
+        started_keys.append(context.envelope.key)
+        await asyncio.Event().wait()
+
+    # The only slot hangs, so the consumer waits for a free one to hand out the next.
+    options = ConsumerOptions(max_in_flight=1, drain_timeout=0.2)
+    async with started(kafka_settings(kafka_cluster, partitions=1), naming) as transport:
+        pipeline = Pipeline(router)
+        await transport.declare(pipeline)
+        await transport.publish([order_created(naming, k) for k in ("first", "second")])
+        consumer = transport.consumer(pipeline, options)
+        task = asyncio.create_task(consumer.run())
+        try:
+            await eventually(lambda: started_keys == ["first"], "the first one hangs")
+            assert consumer.ready
+        finally:
+            consumer.stop()
+            await asyncio.wait_for(task, WAIT)
+        assert not consumer.ready
+        assert started_keys == ["first"]
+
+
+async def test_a_retry_waiting_in_a_delay_topic_holds_no_handler_slot(
+    kafka_cluster: KafkaCluster, unique_name: str
+) -> None:
+    naming = Naming(unique_name)
+    handled: list[Handled] = []
+    failed_at: list[float] = []
+
+    router = Router(GROUP)
+
+    @router.subscriber(OrderCreated, transactional=False, base_delay=2.0, max_attempts=3)
+    async def remember(event: OrderCreated, context: MessageContext) -> None:
+        key = context.envelope.key
+        if key == "flaky" and context.attempt == 1:
+            failed_at.append(time.monotonic())
+            raise ConnectionError("payment provider unreachable")
+        handled.append(Handled(key, context.attempt, time.monotonic()))
+
+    # One message at a time: if the waiting retry took the slot, nothing else could run.
+    options = ConsumerOptions(max_in_flight=1, drain_timeout=1.0)
+    async with started(kafka_settings(kafka_cluster, partitions=1), naming) as transport:
+        pipeline = Pipeline(router)
+        await transport.declare(pipeline)
+        async with running(transport.consumer(pipeline, options)):
+            await transport.publish([order_created(naming, "flaky")])
+            await eventually(lambda: bool(failed_at), "the first try fails")
+            await transport.publish([order_created(naming, f"steady-{n}") for n in range(3)])
+            await eventually(lambda: len(handled) == 4, "the retry comes back")
+
+    assert [(x.key, x.attempt) for x in handled] == [
+        ("steady-0", 1),
+        ("steady-1", 1),
+        ("steady-2", 1),
+        ("flaky", 2),
+    ]
+    assert handled[-1].at - failed_at[0] >= 2.0 * 0.8  # not before it was due (2 s, -20 %)
+
+
+async def test_dead_letters_are_listed_redriven_and_purged_with_markers(
+    kafka_cluster: KafkaCluster, unique_name: str
+) -> None:
+    naming = Naming(unique_name)
+    refused = {"refused-a", "refused-b"}
+    handled: list[Handled] = []
+
+    router = Router(GROUP)
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def remember(event: OrderCreated, context: MessageContext) -> None:
+        key = context.envelope.key
+        if key in refused:
+            raise PermanentError(f"{key} breaks a business rule")
+        handled.append(Handled(key, context.attempt, time.monotonic()))
+
+    async with started(kafka_settings(kafka_cluster, partitions=2), naming) as transport:
+        pipeline = Pipeline(router)
+        await transport.declare(pipeline)
+        store = transport.dead_letter_store
+        sent = [order_created(naming, k) for k in sorted(refused)]
+
+        async def both_dead() -> bool:
+            return len(await store.list(GROUP)) == 2
+
+        async with running(transport.consumer(pipeline, ConsumerOptions())):
+            await transport.publish(sent)
+            await eventually_async(both_dead, "both are dead letters")
+            letters = {x.headers[h.EVENT_ID]: x for x in await store.list(GROUP)}
+            for message in sent:
+                letter = letters[message.headers[h.EVENT_ID]]
+                assert letter.body == message.body
+                assert dict(letter.headers) == dict(message.headers)
+                assert letter.source == naming.topic(OrderCreated)
+                assert (letter.error_type, letter.attempts) == ("PermanentError", 1)
+                partition, offset = letter.id.split("-")
+                assert partition.isdigit()
+                assert offset.isdigit()
+            first, second = (letters[m.headers[h.EVENT_ID]] for m in sent)
+
+            refused.discard("refused-a")
+            await store.redrive(GROUP, first)
+            await eventually(lambda: bool(handled), "the redriven letter is handled")
+            assert [(x.key, x.attempt) for x in handled] == [("refused-a", 1)]
+            assert [x.id for x in await store.list(GROUP)] == [second.id]
+
+            # Still refused: dead again, from its original topic, its attempts counted anew.
+            await store.redrive(GROUP, second)
+
+            async def dead_again() -> bool:
+                return [x.id for x in await store.list(GROUP)] not in ([second.id], [])
+
+            await eventually_async(dead_again, "the second one is dead again")
+            (again,) = await store.list(GROUP)
+            assert again.body == second.body
+            assert (again.source, again.attempts) == (naming.topic(OrderCreated), 1)
+
+            await store.purge(GROUP, [again])
+            assert await store.list(GROUP) == []
+
+    # Kafka keeps every record: the letters are still there, each settled by a marker.
+    records = await read_all(kafka_cluster, naming.dead_letters(GROUP), 2)
+    markers = [
+        headers[DEAD_LETTER_RESOLVES]
+        for _, value, headers in records
+        if DEAD_LETTER_RESOLVES in headers
+    ]
+    assert sorted(markers) == sorted([first.id, second.id, again.id])
+    assert len(records) == 3 + len(markers)
