@@ -68,7 +68,7 @@ class Metrics:
         )
         self.relay_lag = Histogram(
             "messaging_relay_lag_seconds",
-            "From the outbox row's commit to its publication.",
+            "Per published batch: from its oldest row's insert to its publication.",
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
 import zlib
@@ -34,7 +35,7 @@ log = structlog.get_logger("shop.messaging.relay")
 
 _CLAIM = """
     SELECT id, key, message_type, headers, body, created_at
-    FROM outbox WHERE published_at IS NULL ORDER BY id LIMIT $1
+    FROM outbox WHERE published_at IS NULL AND (id < $2 OR id > $3) ORDER BY id LIMIT $1
 """
 _MARK_SENT = "UPDATE outbox SET published_at = now() WHERE id = ANY($1::bigint[])"
 _BACKLOG = """
@@ -100,6 +101,7 @@ class Relay:
         self._last_cleanup = 0.0
         self._last_stats = 0.0
         self._backoff = self.settings.backoff_initial
+        self._topic = functools.lru_cache(maxsize=256)(self.naming.topic)
 
     def stop(self) -> None:
         self._stopping.set()
@@ -128,10 +130,7 @@ class Relay:
             while not self._stopping.is_set():
                 if not self.is_leader:
                     await self._try_to_lead(connection)
-                    continue
-                published = await self._publish_batch(connection)
-                await self._housekeeping(connection)
-                if published < self.settings.batch_size:
+                elif await self._publish_while_leading(connection) == "idle":
                     await self._wait_for_work()
         finally:
             self.connected = False
@@ -151,18 +150,46 @@ class Relay:
         self.is_leader = leader
         self.metrics.relay_leader.set(1 if leader else 0)
 
-    async def _publish_batch(self, connection: asyncpg.Connection) -> int:
-        """Publish up to one batch; returns how many rows were marked sent."""
-        rows = await connection.fetch(_CLAIM, self.settings.batch_size)
-        if not rows:
-            return 0
-        messages = [self._message(row) for row in rows]
-        sent = list(range(len(rows)))
+    async def _publish_while_leading(self, connection: asyncpg.Connection) -> str:
+        """Claim, publish and mark batches, two at a time: while one batch waits for the
+        broker's acknowledgements the next is read and handed to the producer, so the
+        database and the broker work at once. Returns "idle" when nothing is left to
+        publish, "stopping" on :meth:`stop`."""
+        in_flight: _Batch | None = None
         try:
-            await self.transport.publish(messages)
+            while not self._stopping.is_set():
+                rows = await connection.fetch(
+                    _CLAIM, self.settings.batch_size, *(in_flight.ids if in_flight else (0, 0))
+                )
+                batch = self._start_publishing(rows) if rows else None
+                if in_flight is not None and not await self._settle(connection, in_flight):
+                    in_flight = None
+                    if batch is not None:
+                        await batch.abandon()  # it stays unsent: published again later
+                    await self._pause(self._backoff)
+                    self._backoff = min(self._backoff * 2, self.settings.backoff_max)
+                    continue
+                in_flight = batch
+                await self._housekeeping(connection)
+                if in_flight is None:
+                    return "idle"
+            return "stopping"
+        finally:
+            if in_flight is not None:
+                await in_flight.abandon()
+
+    def _start_publishing(self, rows: Sequence[Any]) -> _Batch:
+        messages = [self._message(row) for row in rows]
+        return _Batch(rows, messages, asyncio.create_task(self.transport.publish(messages)))
+
+    async def _settle(self, connection: asyncpg.Connection, batch: _Batch) -> bool:
+        """Wait for ``batch``'s publication and mark what went out; False if some did not."""
+        try:
+            await batch.publishing
         except Exception as error:
             # Whatever the transport raised, the rows it did not confirm stay unsent.
-            failed = error.failed if isinstance(error, PublishError) else set(sent)
+            everything = set(range(len(batch.rows)))
+            failed = error.failed if isinstance(error, PublishError) else everything
             self.metrics.relay_publish_failures.inc()
             log.warning(
                 "relay could not publish; the rows stay in the outbox",
@@ -170,13 +197,12 @@ class Relay:
                 error=repr(error),
                 retry_in=self._backoff,
             )
-            await self._mark_sent(connection, rows, _sent_in_key_order(messages, failed))
-            await self._pause(self._backoff)
-            self._backoff = min(self._backoff * 2, self.settings.backoff_max)
-            return 0
+            sent = _sent_in_key_order(batch.messages, failed)
+            await self._mark_sent(connection, batch.rows, sent)
+            return False
         self._backoff = self.settings.backoff_initial
-        await self._mark_sent(connection, rows, sent)
-        return len(sent)
+        await self._mark_sent(connection, batch.rows, range(len(batch.rows)))
+        return True
 
     async def _mark_sent(
         self, connection: asyncpg.Connection, rows: Sequence[Any], indexes: Sequence[int]
@@ -185,13 +211,14 @@ class Relay:
             return
         await connection.execute(_MARK_SENT, [rows[i]["id"] for i in indexes])
         self.metrics.relay_published.inc(len(indexes))
-        now = time.time()
-        for i in indexes:
-            self.metrics.relay_lag.observe(max(0.0, now - rows[i]["created_at"].timestamp()))
+        # One observation a batch, for its oldest row: the lag that matters, at a cost that
+        # does not grow with the batch.
+        oldest = min(rows[i]["created_at"].timestamp() for i in indexes)
+        self.metrics.relay_lag.observe(max(0.0, time.time() - oldest))
 
     def _message(self, row: Any) -> OutgoingMessage:
         return OutgoingMessage(
-            topic=self.naming.topic(row["message_type"]),
+            topic=self._topic(row["message_type"]),
             key=row["key"],
             body=bytes(row["body"]),
             headers=row["headers"],
@@ -225,6 +252,24 @@ class Relay:
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stopping.wait(), seconds)
+
+
+@dataclass(slots=True)
+class _Batch:
+    rows: Sequence[Any]
+    messages: list[OutgoingMessage]
+    publishing: asyncio.Task[None]
+
+    @property
+    def ids(self) -> tuple[int, int]:
+        """The id range it covers, left out of the next claim while it is in flight."""
+        return self.rows[0]["id"], self.rows[-1]["id"]
+
+    async def abandon(self) -> None:
+        """Let the publication end without marking anything: at least once, never lost."""
+        await asyncio.wait([self.publishing])
+        if not self.publishing.cancelled():
+            self.publishing.exception()  # retrieved: the rows stay unsent either way
 
 
 def _sent_in_key_order(messages: Sequence[OutgoingMessage], failed: set[int]) -> list[int]:

@@ -55,7 +55,8 @@ class Transport(Protocol):
         ...
 
     async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
-        """Publish all of ``messages``, keeping their order per key.
+        """Publish all of ``messages``, keeping their order per key, also across calls
+        made concurrently (in the order the calls were made).
 
         Raises :class:`~shop.messaging.errors.PublishError` naming the indexes that may
         not have been published; the others were.

@@ -203,6 +203,9 @@ class KafkaTransport:
         self._producer: _Producer | None = None
         self._admin: Any = None
         self._store = KafkaDeadLetterStore(self)
+        # Concurrent publish calls hand their records over one call after the other, so
+        # that each key keeps the order of the calls (the relay overlaps two batches).
+        self._handing_over = asyncio.Lock()
 
     @property
     def idempotent(self) -> bool:
@@ -269,16 +272,17 @@ class KafkaTransport:
         producer = self.producer
         enqueued: list[tuple[int, asyncio.Future[object]]] = []
         errors: dict[int, BaseException] = {}
-        for index, message in enumerate(messages):
-            try:
-                future = await producer.enqueue(
-                    message.topic, message.body, message.headers, message.key
-                )
-            except KafkaError as error:
-                # The rest were not even handed over: report them all, in order.
-                errors.update(dict.fromkeys(range(index, len(messages)), error))
-                break
-            enqueued.append((index, future))
+        async with self._handing_over:
+            for index, message in enumerate(messages):
+                try:
+                    future = await producer.enqueue(
+                        message.topic, message.body, message.headers, message.key
+                    )
+                except KafkaError as error:
+                    # The rest were not even handed over: report them all, in order.
+                    errors.update(dict.fromkeys(range(index, len(messages)), error))
+                    break
+                enqueued.append((index, future))
         results = await asyncio.gather(*(f for _, f in enqueued), return_exceptions=True)
         for (index, _), result in zip(enqueued, results, strict=True):
             if isinstance(result, BaseException):

@@ -324,6 +324,9 @@ class SqsTransport:
         self._topic_arns: dict[str, str] = {}
         self._queues: dict[str, SqsQueues] = {}
         self._store = SqsDeadLetterStore(self)
+        # Concurrent publish calls go one after the other, so that each key keeps the
+        # order of the calls (the relay overlaps two batches).
+        self._publishing = asyncio.Lock()
 
     # -- connection -------------------------------------------------------------------
 
@@ -433,6 +436,10 @@ class SqsTransport:
     # -- publishing -------------------------------------------------------------------
 
     async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        async with self._publishing:
+            await self._publish_in_order(messages)
+
+    async def _publish_in_order(self, messages: Sequence[OutgoingMessage]) -> None:
         failed: set[int] = set()
         cause: BaseException | None = None
         blocked_keys: set[str] = set()
