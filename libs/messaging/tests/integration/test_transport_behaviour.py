@@ -23,6 +23,7 @@ from shop.messaging import (
     MessagingSettings,
     PermanentError,
     Router,
+    StoredDeadLetter,
     Worker,
     create_transport,
 )
@@ -31,7 +32,7 @@ from shop.messaging.naming import Naming
 from shop.messaging.outbox import message_headers
 from shop.messaging.outcome import Ack, DeadLetter, Retry
 from shop.messaging.pipeline import OutcomeRecord
-from shop.messaging.testing import running, wait_until
+from shop.messaging.testing import eventually, running, wait_until
 from shop.messaging.transports import Transport
 
 WAIT = 90.0
@@ -93,6 +94,19 @@ class Harness:
 
     def dead_letters(self, worker: Worker) -> DeadLetters:
         return DeadLetters(worker.transport.dead_letter_store, self.group)
+
+    async def stored_dead_letters(self, worker: Worker, count: int) -> list[StoredDeadLetter]:
+        """The dead letters once ``count`` of them are stored: an outcome is reported
+        before the transport has made it durable."""
+        letters: list[StoredDeadLetter] = []
+
+        async def enough() -> bool:
+            nonlocal letters
+            letters = await self.dead_letters(worker).list()
+            return len(letters) >= count
+
+        await eventually(enough, within=WAIT, what=f"{count} stored dead letter(s)")
+        return letters
 
     def outcomes_of(self, kind: type) -> list[OutcomeRecord]:
         return [record for record in self.outcomes if isinstance(record.outcome, kind)]
@@ -161,7 +175,7 @@ async def test_poison_message_is_dead_lettered_after_max_attempts_while_others_f
         await wait_until(
             lambda: len(harness.outcomes_of(Ack)) == 4, within=WAIT, what="the healthy events"
         )
-        letters = await harness.dead_letters(worker).list()
+        letters = await harness.stored_dead_letters(worker, 1)
 
     poison_attempts = [attempt for key, attempt in harness.handled if key == "poison"]
     assert poison_attempts == [1, 2, 3]
@@ -188,23 +202,37 @@ async def test_permanent_error_is_dead_lettered_at_once(harness: Harness) -> Non
     async with running(worker):
         await harness.publish([outgoing(harness.naming, envelope)])
         await wait_until(lambda: harness.outcomes_of(DeadLetter) != [], within=WAIT, what="DLQ")
-        [letter] = await harness.dead_letters(worker).list()
+        [letter] = await harness.stored_dead_letters(worker, 1)
     assert harness.handled == [(envelope.key, 1)]
     assert letter.attempts == 1
     assert letter.error_type == "PermanentError"
     assert "does not match" in letter.error_message
 
 
-def _bad_bodies() -> dict[str, bytes]:
+def bad_messages(transport: str) -> dict[str, tuple[bytes, str]]:
+    """Bodies no handler may see, each with the error its dead letter must name."""
     valid = encode(order_created()).decode()
-    return {
-        "UndecodableMessage": b"{not json at all",
-        "InvalidMessage": valid.replace('"currency":"IDR"', '"currency":12', 1).encode(),
-        "UnknownMessageType": valid.replace('"order.created"', '"order.teleported"').encode(),
-        "NoSubscriber": encode(
-            wrap(examples.examples()[PaymentReceived], key="pay-1")
-        ),  # a type this consumer does not (or no longer) handle
+    bad = {
+        "malformed JSON": (b"{not json at all", "UndecodableMessage"),
+        "wrong type in a field": (
+            valid.replace('"currency":"IDR"', '"currency":12', 1).encode(),
+            "InvalidMessage",
+        ),
+        "unknown event type": (
+            valid.replace('"order.created"', '"order.teleported"').encode(),
+            "UnknownMessageType",
+        ),
+        "for a consumer that no longer exists": (
+            encode(wrap(examples.examples()[PaymentReceived], key="pay-1")),
+            "NoSubscriber",
+        ),
     }
+    if transport != "sqs":  # SNS itself refuses messages over 256 KiB at publication
+        oversize = valid.replace(
+            '"order_number"', '"padding":"' + "x" * 300_000 + '","order_number"'
+        )
+        bad["oversize"] = (oversize.encode(), "UndecodableMessage")
+    return bad
 
 
 async def test_bad_messages_are_dead_lettered_with_a_reason(harness: Harness) -> None:
@@ -214,28 +242,30 @@ async def test_bad_messages_are_dead_lettered_with_a_reason(harness: Harness) ->
     async def on_order_created(event: OrderCreated, ctx: MessageContext) -> None:
         harness.handled.append((ctx.envelope.key, ctx.attempt))
 
-    bad = _bad_bodies()
+    bad = bad_messages(harness.settings.transport)
     good = order_created()
     worker = harness.worker(router)
     async with running(worker):
         await harness.publish(
-            [raw(harness.naming, body, key=f"bad-{i}") for i, body in enumerate(bad.values())]
+            [raw(harness.naming, body, key=name) for name, (body, _) in bad.items()]
             + [outgoing(harness.naming, good)]
         )
         await wait_until(
             lambda: len(harness.outcomes_of(DeadLetter)) == len(bad), within=WAIT, what="DLQ"
         )
         await wait_until(lambda: harness.handled != [], within=WAIT, what="the good event")
-        letters = await harness.dead_letters(worker).list()
+        letters = await harness.stored_dead_letters(worker, len(bad))
 
     assert harness.handled == [(good.key, 1)]
-    by_error = {letter.error_type: letter for letter in letters}
-    assert set(by_error) == set(bad)
-    for error_type, body in bad.items():
-        assert by_error[error_type].body == body
-        assert by_error[error_type].attempts == 1
-        assert by_error[error_type].error_message
-    assert "currency" in by_error["InvalidMessage"].error_message
+    by_body = {letter.body: letter for letter in letters}
+    assert len(by_body) == len(bad)
+    for name, (body, error_type) in bad.items():
+        letter = by_body[body]
+        assert (letter.error_type, letter.attempts) == (error_type, 1), name
+        assert letter.error_message, name
+    assert "currency" in by_body[bad["wrong type in a field"][0]].error_message
+    if "oversize" in bad:
+        assert "exceeds" in by_body[bad["oversize"][0]].error_message
 
 
 async def test_a_redriven_dead_letter_succeeds(harness: Harness) -> None:
@@ -254,7 +284,7 @@ async def test_a_redriven_dead_letter_succeeds(harness: Harness) -> None:
         await harness.publish([outgoing(harness.naming, envelope)])
         await wait_until(lambda: harness.outcomes_of(DeadLetter) != [], within=WAIT, what="DLQ")
         dead_letters = harness.dead_letters(worker)
-        [letter] = await dead_letters.list()
+        [letter] = await harness.stored_dead_letters(worker, 1)
         broken["yes"] = False
         await dead_letters.redrive_one(letter.id)
         await wait_until(lambda: harness.handled != [], within=WAIT, what="the redriven event")
@@ -353,7 +383,7 @@ async def test_dead_letters_are_filtered_redriven_in_bulk_and_purged(harness: Ha
     async with running(worker):
         dead_letters = harness.dead_letters(worker)
         await harness.publish([outgoing(harness.naming, e) for e in [*bounced, *broken]])
-        await wait_until(lambda: len(harness.outcomes_of(DeadLetter)) == 5, within=WAIT)
+        await harness.stored_dead_letters(worker, 5)
         assert len(await dead_letters.list(DeadLetterFilter(error_type="ValueError"))) == 3
         purged = await dead_letters.purge(DeadLetterFilter(error_contains="mailbox"))
         assert purged == 2
