@@ -501,13 +501,7 @@ class SqsTransport:
             return
         dead_letters_url = await self.sqs.create_queue(self.naming.dead_letters(group))
         url = await self.sqs.create_queue(self.naming.queue(group))
-        queues = SqsQueues(
-            name=self.naming.queue(group),
-            url=url,
-            arn=await self.sqs.queue_arn(url),
-            dead_letters_url=dead_letters_url,
-            dead_letters_arn=await self.sqs.queue_arn(dead_letters_url),
-        )
+        queues = await self._queues_at(group, url, dead_letters_url)
         topic_arns = sorted(
             {await self.topic_arn(self.naming.topic(s.contract)) for s in pipeline.router}
         )
@@ -552,19 +546,22 @@ class SqsTransport:
         )
         return str(response["SubscriptionArn"])
 
+    async def _queues_at(self, group: str, url: str, dead_letters_url: str) -> SqsQueues:
+        return SqsQueues(
+            name=self.naming.queue(group),
+            url=url,
+            arn=await self.sqs.queue_arn(url),
+            dead_letters_url=dead_letters_url,
+            dead_letters_arn=await self.sqs.queue_arn(dead_letters_url),
+        )
+
     async def queues_of(self, group: str) -> SqsQueues:
         """The queues of ``group``, looked up once."""
         queues = self._queues.get(group)
         if queues is None:
             url = await self.sqs.queue_url(self.naming.queue(group))
             dead_letters_url = await self.sqs.queue_url(self.naming.dead_letters(group))
-            queues = SqsQueues(
-                name=self.naming.queue(group),
-                url=url,
-                arn=await self.sqs.queue_arn(url),
-                dead_letters_url=dead_letters_url,
-                dead_letters_arn=await self.sqs.queue_arn(dead_letters_url),
-            )
+            queues = await self._queues_at(group, url, dead_letters_url)
             self._queues[group] = queues
         return queues
 
