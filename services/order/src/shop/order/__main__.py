@@ -1,0 +1,3 @@
+from shop.order.cli import app
+
+app()

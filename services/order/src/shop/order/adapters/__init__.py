@@ -1,0 +1,1 @@
+"""Concrete adapters: database tables and queries."""

@@ -1,0 +1,117 @@
+"""order-service's own database. Constraints live here, not only in code."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Column,
+    DateTime,
+    ForeignKey,
+    Identity,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    String,
+    Table,
+    Text,
+    Uuid,
+    func,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+
+from shop.messaging.schema import metadata as messaging_metadata
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "ck": "ck_%(table_name)s_%(constraint_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+products = Table(
+    "products",
+    metadata,
+    Column("sku", String(64), primary_key=True),
+    Column("name", String(200), nullable=False),
+    Column("description", Text, nullable=False, server_default=""),
+    Column("price", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False, server_default="IDR"),
+    Column("stock", Integer, nullable=False),
+    Column("active", Boolean, nullable=False, server_default="true"),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    CheckConstraint("price >= 0", name="price_not_negative"),
+    CheckConstraint("stock >= 0", name="stock_not_negative"),
+)
+
+orders = Table(
+    "orders",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("number", String(32), nullable=False, unique=True),
+    Column("customer_id", String(200), nullable=False),
+    Column("customer_email", String(320), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("total", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("paid_at", DateTime(timezone=True)),
+    Column("payment_id", Uuid),
+    Column("payment_reference", String(500)),
+    Column("cancelled_at", DateTime(timezone=True)),
+    CheckConstraint("total >= 0", name="total_not_negative"),
+    CheckConstraint("status IN ('pending', 'paid', 'fulfilled', 'cancelled')", name="status_known"),
+    # The caller's own orders, newest first (GET /v1/orders).
+    Index(None, "customer_id", "created_at", "id"),
+)
+
+order_items = Table(
+    "order_items",
+    metadata,
+    Column("order_id", Uuid, ForeignKey("orders.id", ondelete="CASCADE"), nullable=False),
+    Column("line_no", SmallInteger, nullable=False),
+    Column("sku", String(64), ForeignKey("products.sku"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("quantity", Integer, nullable=False),
+    Column("unit_price", BigInteger, nullable=False),
+    PrimaryKeyConstraint("order_id", "line_no"),
+    CheckConstraint("quantity > 0", name="quantity_positive"),
+    CheckConstraint("unit_price >= 0", name="unit_price_not_negative"),
+)
+
+idempotency_keys = Table(
+    "idempotency_keys",
+    metadata,
+    Column("customer_id", String(200), nullable=False),
+    Column("key", String(200), nullable=False),
+    Column("request_hash", String(64), nullable=False),
+    Column("order_id", Uuid, ForeignKey("orders.id", ondelete="CASCADE")),
+    Column("response_status", SmallInteger),
+    Column("response_body", JSONB),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    PrimaryKeyConstraint("customer_id", "key"),
+)
+
+payment_conflicts = Table(
+    "payment_conflicts",
+    metadata,
+    Column("id", BigInteger, Identity(always=True), primary_key=True),
+    Column("order_id", Uuid, nullable=False),
+    Column("payment_id", Uuid, nullable=False),
+    Column("provider_event_id", String(200), nullable=False),
+    Column("order_status", String(16)),
+    Column("amount", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("action", String(40), nullable=False),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
+
+ALL_METADATA = [metadata, messaging_metadata]
+"""What the migrations create: the service's tables, its outbox and its inbox."""

@@ -1,0 +1,1 @@
+"""The HTTP gateway the frontend calls."""

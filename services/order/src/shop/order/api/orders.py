@@ -1,0 +1,127 @@
+"""Checkout and the customer's orders. Routes stay thin: validation happens in the
+request models, rules in the domain, the transaction in :mod:`shop.order.checkout`."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, Header, HTTPException, Query, Request, Response
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import IntegrityError
+
+from shop.order import checkout, queries
+from shop.order.api.auth import CurrentCustomer
+from shop.order.api.dependencies import Session
+from shop.order.api.problems import Problem
+from shop.order.api.schemas import CheckoutRequest
+from shop.order.views import OrderPage, OrderView
+
+router = APIRouter(prefix="/v1/orders", tags=["orders"])
+
+NUMBER_ATTEMPTS = 3
+"""Order numbers are random; on the rare collision the checkout draws again."""
+
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        max_length=200,
+        pattern=r"^[\x21-\x7e]+$",
+        description="Unique per checkout attempt; a retry with the same key and body gets "
+        "the same answer and never a second order.",
+        examples=["8e0f3a52-3d4b-4f0e-9a57-0c7b1d2e3f40"],
+    ),
+]
+
+_problems: dict[int | str, dict[str, object]] = {
+    401: {"model": Problem, "description": "Missing, invalid or expired token"},
+    404: {"model": Problem, "description": "No such order (or not yours)"},
+}
+
+
+def _location(order_id: uuid.UUID | str) -> str:
+    return f"/v1/orders/{order_id}"
+
+
+def _require_json(request: Request) -> None:
+    content_type = request.headers.get("content-type", "")
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise HTTPException(status_code=415, detail="send the body as application/json")
+
+
+@router.post(
+    "",
+    status_code=201,
+    summary="Place an order",
+    responses={
+        **_problems,
+        400: {"model": Problem, "description": "Missing Idempotency-Key"},
+        409: {"model": Problem, "description": "Not enough stock (names the sku)"},
+        413: {"model": Problem, "description": "Body too large"},
+        415: {"model": Problem, "description": "Body is not JSON"},
+        422: {"model": Problem, "description": "Invalid body, unknown sku, or key reused"},
+    },
+)
+async def place_order(
+    body: CheckoutRequest,
+    *,
+    request: Request,
+    response: Response,
+    customer: CurrentCustomer,
+    session: Session,
+    idempotency_key: IdempotencyKey = None,
+) -> OrderView:
+    _require_json(request)
+    if not idempotency_key:
+        raise HTTPException(status_code=400, detail="an Idempotency-Key header is required")
+    lines = [(line.sku, line.quantity) for line in body.items]
+    for attempt in range(1, NUMBER_ATTEMPTS + 1):
+        try:
+            async with session.begin():
+                result = await checkout.place_order(
+                    session,
+                    customer,
+                    lines,
+                    idempotency_key=idempotency_key,
+                    request_hash=body.fingerprint(),
+                )
+            break
+        except IntegrityError as error:
+            if "uq_orders_number" not in str(error.orig) or attempt == NUMBER_ATTEMPTS:
+                raise
+    if isinstance(result, checkout.Replay):
+        return JSONResponse(  # type: ignore[return-value]
+            result.body,
+            status_code=result.status,
+            headers={"Location": _location(result.body["id"]), "Idempotent-Replayed": "true"},
+        )
+    response.headers["Location"] = _location(result.id)
+    return result
+
+
+@router.get("", summary="The caller's orders, newest first", responses=_problems)
+async def list_orders(
+    customer: CurrentCustomer,
+    session: Session,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> OrderPage:
+    return await queries.list_orders(session, customer.id, limit=limit, cursor=cursor)
+
+
+@router.get("/{order_id}", summary="One of the caller's orders", responses=_problems)
+async def get_order(order_id: uuid.UUID, customer: CurrentCustomer, session: Session) -> OrderView:
+    return await queries.load_order(session, order_id, customer_id=customer.id)
+
+
+@router.post(
+    "/{order_id}/cancel",
+    summary="Cancel a pending order",
+    responses={**_problems, 409: {"model": Problem, "description": "The order is not pending"}},
+)
+async def cancel_order(
+    order_id: uuid.UUID, customer: CurrentCustomer, session: Session
+) -> OrderView:
+    async with session.begin():
+        return await checkout.cancel_order(session, customer, order_id)

@@ -1,0 +1,48 @@
+"""The service's database: engine, sessions and migrations."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def sqlalchemy_url(url: str) -> str:
+    """``postgresql://…`` (what people and tools pass around) as SQLAlchemy's asyncpg URL."""
+    scheme, _, rest = url.partition("://")
+    return f"postgresql+asyncpg://{rest}" if scheme in {"postgres", "postgresql"} else url
+
+
+def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    return create_async_engine(sqlalchemy_url(url), pool_size=pool_size, max_overflow=pool_size)
+
+
+def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", sqlalchemy_url(url).replace("%", "%%"))
+    return config
+
+
+def migrate(url: str, revision: str = "head") -> None:
+    """Bring the database to ``revision`` (run from synchronous code: a CLI, a fixture)."""
+    command.upgrade(alembic_config(url), revision)
+
+
+async def migrate_async(url: str) -> None:
+    """:func:`migrate` from async code (Alembic's env runs its own event loop)."""
+    await asyncio.to_thread(migrate, url)

@@ -1,0 +1,1 @@
+"""Pure rules of orders: state machine, money, stock, order numbers. No I/O here."""

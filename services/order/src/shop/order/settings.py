@@ -1,0 +1,44 @@
+"""order-service configuration, from ``SHOP_ORDER_*`` variables (nested with ``__``,
+e.g. ``SHOP_ORDER_MESSAGING__TRANSPORT=kafka``)."""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shop.messaging import MessagingSettings, RelaySettings
+
+DEVELOPMENT_JWT_SECRET = "development-only-secret-do-not-deploy"
+
+
+class OrderSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SHOP_ORDER_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    environment: Literal["development", "test", "production"] = "development"
+    database_url: str = "postgresql://postgres@127.0.0.1:5432/order"
+    jwt_secret: SecretStr = SecretStr(DEVELOPMENT_JWT_SECRET)
+    """HS256 key of the customers' bearer tokens."""
+    jwt_audience: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8001
+    worker_health_port: int = 9101
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024)
+    db_pool_size: int = Field(default=10, ge=1)
+    log_json: bool = True
+    messaging: MessagingSettings = Field(default_factory=MessagingSettings)
+    relay: RelaySettings = Field(default_factory=lambda: RelaySettings(name="order-service"))
+    run_relay: bool = True
+    """The relay runs in the worker by default; turn it off to run it as its own process."""
+
+    @model_validator(mode="after")
+    def no_development_secrets_outside_development(self) -> Self:
+        if (
+            self.environment == "production"
+            and self.jwt_secret.get_secret_value() == DEVELOPMENT_JWT_SECRET
+        ):
+            raise ValueError("SHOP_ORDER_JWT_SECRET must be set outside development")
+        return self

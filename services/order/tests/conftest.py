@@ -1,0 +1,81 @@
+"""Fixtures for order-service tests: a migrated, seeded database of its own per test, the
+real application over ASGI, and customer tokens."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from shop.messaging import MessagingSettings
+from shop.order.api.app import create_app
+from shop.order.api.auth import issue_token
+from shop.order.catalogue import seed_catalogue
+from shop.order.database import create_engine, migrate_async, session_factory
+from shop.order.settings import OrderSettings
+
+TokenFor = Callable[..., str]
+
+
+@pytest.fixture
+async def order_settings(database_url: str, unique_name: str) -> OrderSettings:
+    await migrate_async(database_url)
+    return OrderSettings(
+        environment="test",
+        database_url=database_url,
+        jwt_secret="test-secret-of-the-order-service-tests",  # type: ignore[arg-type]
+        messaging=MessagingSettings(namespace=unique_name, time_scale=0.01),
+        log_json=False,
+    )
+
+
+@pytest.fixture
+async def engine(order_settings: OrderSettings) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(order_settings.database_url, pool_size=20)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def sessions(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    sessions = session_factory(engine)
+    async with sessions() as session, session.begin():
+        await seed_catalogue(session)
+    return sessions
+
+
+@pytest.fixture
+def app(
+    order_settings: OrderSettings, engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession]
+) -> FastAPI:
+    return create_app(order_settings, engine, sessions)
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://order.test") as client:
+        yield client
+
+
+@pytest.fixture
+def token_for(order_settings: OrderSettings) -> TokenFor:
+    def token(
+        customer_id: str = "cust_ayu",
+        email: str = "ayu@example.com",
+        valid_for: timedelta = timedelta(hours=1),
+    ) -> str:
+        return issue_token(order_settings, customer_id, email, valid_for=valid_for)
+
+    return token
+
+
+@pytest.fixture
+def auth(token_for: TokenFor) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token_for()}"}

@@ -1,0 +1,128 @@
+"""Checkout over HTTP on a real database: the order commits, its event waits in the outbox."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from shop.contracts import decode
+from shop.messaging.schema import outbox
+from shop.order.adapters.tables import orders, products
+
+
+def checkout_body(*lines: tuple[str, int]) -> dict[str, object]:
+    return {"items": [{"sku": sku, "quantity": quantity} for sku, quantity in lines]}
+
+
+async def place(
+    client: httpx.AsyncClient, auth: dict[str, str], body: dict[str, object], key: str | None = None
+) -> httpx.Response:
+    return await client.post(
+        "/v1/orders", json=body, headers={**auth, "Idempotency-Key": key or str(uuid.uuid4())}
+    )
+
+
+async def stock_of(sessions: async_sessionmaker[AsyncSession], sku: str) -> int:
+    async with sessions() as session:
+        query = select(products.c.stock).where(products.c.sku == sku)
+        return int((await session.execute(query)).scalar_one())
+
+
+async def count(sessions: async_sessionmaker[AsyncSession], table: object) -> int:
+    async with sessions() as session:
+        return int((await session.execute(select(func.count()).select_from(table))).scalar_one())  # type: ignore[arg-type]
+
+
+async def test_checkout_answers_201_with_the_order_and_writes_its_event_to_the_outbox(
+    client: httpx.AsyncClient, auth: dict[str, str], sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    before = await stock_of(sessions, "SERUM-NIA-30")
+    response = await place(client, auth, checkout_body(("SERUM-NIA-30", 2), ("SUN-SPF50-50", 1)))
+    assert response.status_code == 201, response.text
+    order = response.json()
+    assert response.headers["location"] == f"/v1/orders/{order['id']}"
+    assert order["status"] == "pending"
+    assert order["total"] == 2 * 89000 + 72000
+    assert order["currency"] == "IDR"
+    assert [line["sku"] for line in order["lines"]] == ["SERUM-NIA-30", "SUN-SPF50-50"]
+    assert order["number"].startswith("SK-")
+    assert await stock_of(sessions, "SERUM-NIA-30") == before - 2
+    async with sessions() as session:
+        [body] = (await session.execute(select(outbox.c.body))).scalars().all()
+    event = decode(body)
+    assert event.type == "order.created"
+    assert str(event.payload.order_id) == order["id"]  # type: ignore[attr-defined]
+    assert event.key == order["id"]
+
+
+async def test_the_same_key_and_body_replays_the_answer_without_a_second_order(
+    client: httpx.AsyncClient, auth: dict[str, str], sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    body = checkout_body(("TONER-HA-150", 1))
+    first = await place(client, auth, body, key="retry-me")
+    again = await place(client, auth, body, key="retry-me")
+    assert (again.status_code, again.json()) == (first.status_code, first.json())
+    assert again.headers["location"] == first.headers["location"]
+    assert await count(sessions, orders) == 1
+    assert await count(sessions, outbox) == 1
+
+
+async def test_the_same_key_with_another_body_is_refused_naming_the_conflict(
+    client: httpx.AsyncClient, auth: dict[str, str], sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    await place(client, auth, checkout_body(("TONER-HA-150", 1)), key="once")
+    response = await place(client, auth, checkout_body(("TONER-HA-150", 2)), key="once")
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    assert "Idempotency-Key" in response.json()["detail"]
+    assert await count(sessions, orders) == 1
+
+
+async def test_concurrent_requests_with_one_key_make_exactly_one_order(
+    client: httpx.AsyncClient, auth: dict[str, str], sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    body = checkout_body(("MASK-CLAY-100", 1))
+    responses = await asyncio.gather(
+        *(place(client, auth, body, key="double-click") for _ in range(8))
+    )
+    assert {r.status_code for r in responses} == {201}
+    assert len({r.json()["id"] for r in responses}) == 1
+    assert await count(sessions, orders) == 1
+
+
+async def test_stock_never_goes_negative_under_50_concurrent_checkouts_of_the_last_units(
+    client: httpx.AsyncClient, token_for: object, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    async with sessions() as session, session.begin():
+        await session.execute(
+            products.update().where(products.c.sku == "SERUM-RET-30").values(stock=5)
+        )
+    tokens = [token_for(f"cust_{i}", f"c{i}@example.com") for i in range(50)]  # type: ignore[operator]
+    responses = await asyncio.gather(
+        *(
+            place(client, {"Authorization": f"Bearer {t}"}, checkout_body(("SERUM-RET-30", 1)))
+            for t in tokens
+        )
+    )
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses.count(201) == 5
+    assert statuses.count(409) == 45
+    assert await stock_of(sessions, "SERUM-RET-30") == 0
+    refused = next(r for r in responses if r.status_code == 409).json()
+    assert refused["sku"] == "SERUM-RET-30"
+
+
+async def test_a_short_line_refuses_the_whole_order_and_reserves_nothing(
+    client: httpx.AsyncClient, auth: dict[str, str], sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    before = await stock_of(sessions, "SERUM-NIA-30")
+    response = await place(client, auth, checkout_body(("SERUM-NIA-30", 1), ("SERUM-VITC-20", 81)))
+    assert response.status_code == 409
+    assert response.json()["sku"] == "SERUM-VITC-20"
+    assert await stock_of(sessions, "SERUM-NIA-30") == before
+    assert await count(sessions, orders) == 0
+    assert await count(sessions, outbox) == 0
