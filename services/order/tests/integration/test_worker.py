@@ -1,0 +1,191 @@
+"""The order worker on real Postgres and a real Kafka-protocol broker: OrderCreated leaves
+only after the commit, PaymentReceived moves an order to paid exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from shop.contracts import Envelope, OrderCreated, OrderPaid, PaymentReceived, decode, encode, wrap
+from shop.devstack.kafka import KafkaCluster
+from shop.messaging import KafkaSettings, Naming, create_transport
+from shop.messaging.message import OutgoingMessage
+from shop.messaging.outbox import message_headers
+from shop.messaging.schema import outbox
+from shop.messaging.testing import eventually, running
+from shop.order import checkout
+from shop.order.adapters.tables import orders, payment_conflicts
+from shop.order.bootstrap import build_worker
+from shop.order.settings import OrderSettings
+from shop.order.views import OrderView
+
+CUSTOMER = checkout.Customer(id="cust_ayu", email="ayu@example.com")
+
+
+@pytest.fixture
+def kafka_settings(order_settings: OrderSettings, kafka_cluster: KafkaCluster) -> OrderSettings:
+    messaging = order_settings.messaging.model_copy(
+        update={
+            "transport": "kafka",
+            "kafka": KafkaSettings(
+                bootstrap_servers=kafka_cluster.bootstrap_servers,
+                partitions=2,
+                session_timeout_ms=6000,
+            ),
+        }
+    )
+    relay = order_settings.relay.model_copy(update={"poll_interval": 0.2})
+    return order_settings.model_copy(update={"messaging": messaging, "relay": relay})
+
+
+@contextlib.asynccontextmanager
+async def topic_reader(settings: OrderSettings, contract: type) -> AsyncIterator[AIOKafkaConsumer]:
+    """A consumer of one event topic, from its beginning, outside any group."""
+    topic = Naming(settings.messaging.namespace).topic(contract)
+    consumer = AIOKafkaConsumer(
+        bootstrap_servers=settings.messaging.kafka.bootstrap_servers, enable_auto_commit=False
+    )
+    await consumer.start()
+    try:
+        partitions = [TopicPartition(topic, p) for p in range(settings.messaging.kafka.partitions)]
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        yield consumer
+    finally:
+        await consumer.stop()
+
+
+async def read(consumer: AIOKafkaConsumer, seconds: float) -> list[Envelope[OrderCreated]]:
+    """What arrives within ``seconds``."""
+    received = []
+    deadline = asyncio.get_running_loop().time() + seconds
+    while (left := deadline - asyncio.get_running_loop().time()) > 0:
+        batches = await consumer.getmany(timeout_ms=int(min(left, 0.5) * 1000))
+        received += [decode(r.value) for records in batches.values() for r in records]
+    return received  # type: ignore[return-value]
+
+
+async def place_order(session: AsyncSession, key: str = "k1") -> uuid.UUID:
+    view = await checkout.place_order(
+        session, CUSTOMER, [("SERUM-NIA-30", 1)], idempotency_key=key, request_hash="h"
+    )
+    assert isinstance(view, OrderView)
+    return view.id
+
+
+async def test_order_created_reaches_the_bus_only_after_the_commit(
+    kafka_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    worker = build_worker(kafka_settings, health_port=0)
+    async with running(worker), topic_reader(kafka_settings, OrderCreated) as reader:
+        async with sessions() as session, session.begin():
+            order_id = await place_order(session)
+            assert await read(reader, 1.5) == []  # the relay runs, but sees nothing yet
+        arrived = await read(reader, 10)
+    assert [e.payload.order_id for e in arrived] == [order_id]
+
+
+async def test_a_checkout_whose_transaction_fails_publishes_nothing(
+    kafka_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    async def failing_checkout() -> None:
+        async with sessions() as session, session.begin():
+            await place_order(session, key="doomed")
+            raise RuntimeError("payment provider unreachable while reserving")
+
+    worker = build_worker(kafka_settings, health_port=0)
+    async with running(worker), topic_reader(kafka_settings, OrderCreated) as reader:
+        with pytest.raises(RuntimeError):
+            await failing_checkout()
+        async with sessions() as session, session.begin():
+            good = await place_order(session, key="fine")
+        arrived = await read(reader, 5)
+    assert [e.payload.order_id for e in arrived] == [good]
+
+
+def payment_for(order_id: uuid.UUID, amount: int) -> Envelope[PaymentReceived]:
+    payment = PaymentReceived(
+        payment_id=uuid.uuid4(),
+        order_id=order_id,
+        provider_event_id=f"evt_{uuid.uuid4().hex[:8]}",
+        amount=amount,
+        currency="IDR",
+        paid_at=datetime.now(UTC),
+    )
+    return wrap(payment, key=str(order_id))
+
+
+async def deliver(settings: OrderSettings, envelope: Envelope[PaymentReceived], times: int) -> None:
+    transport = create_transport(settings.messaging)
+    await transport.start()
+    try:
+        message = OutgoingMessage(
+            Naming(settings.messaging.namespace).topic(PaymentReceived),
+            envelope.key,
+            encode(envelope),
+            message_headers(envelope),  # type: ignore[arg-type]
+        )
+        await transport.publish([message] * times)
+    finally:
+        await transport.close()
+
+
+async def status_of(sessions: async_sessionmaker[AsyncSession], order_id: uuid.UUID) -> str:
+    async with sessions() as session:
+        query = select(orders.c.status).where(orders.c.id == order_id)
+        return str((await session.execute(query)).scalar_one())
+
+
+async def outbox_types(sessions: async_sessionmaker[AsyncSession]) -> list[str]:
+    async with sessions() as session:
+        query = select(outbox.c.message_type).order_by(outbox.c.id)
+        return list((await session.execute(query)).scalars())
+
+
+async def test_payment_received_twice_moves_the_order_to_paid_exactly_once(
+    kafka_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    async with sessions() as session, session.begin():
+        order_id = await place_order(session)
+    worker = build_worker(kafka_settings, health_port=0)
+    async with running(worker), topic_reader(kafka_settings, OrderPaid) as reader:
+        await deliver(kafka_settings, payment_for(order_id, 89000), times=2)
+
+        async def paid() -> bool:
+            return await status_of(sessions, order_id) == "paid"
+
+        await eventually(paid, within=60, what="the order to be paid")
+        arrived = await read(reader, 3)
+    assert await outbox_types(sessions) == ["order.created", "order.paid"]
+    [order_paid] = arrived
+    assert order_paid.payload.order_id == order_id
+    assert order_paid.payload.total == 89000  # type: ignore[attr-defined]
+
+
+async def test_payment_for_a_cancelled_order_is_recorded_as_a_refund_due_not_applied(
+    kafka_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    async with sessions() as session, session.begin():
+        order_id = await place_order(session)
+    async with sessions() as session, session.begin():
+        await checkout.cancel_order(session, CUSTOMER, order_id)
+    worker = build_worker(kafka_settings, health_port=0)
+    async with running(worker):
+        await deliver(kafka_settings, payment_for(order_id, 89000), times=1)
+
+        async def recorded() -> bool:
+            async with sessions() as session:
+                rows = (await session.execute(select(payment_conflicts.c.action))).scalars()
+                return list(rows) == ["refund_due"]
+
+        await eventually(recorded, within=60, what="the refund to be recorded")
+    assert await status_of(sessions, order_id) == "cancelled"
+    assert await outbox_types(sessions) == ["order.created", "order.cancelled"]
