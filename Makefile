@@ -32,7 +32,7 @@ $(VENV)/.synced: $(UV) uv.lock pyproject.toml
 install: $(VENV)/.synced
 
 run: install
-	$(RUN) python -m shop.devstack up --workdir .devstack
+	$(RUN) python -m shop.devstack up --workdir .devstack --procfile devstack.toml
 
 lint: install
 	$(RUN) ruff check .

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from pathlib import Path
@@ -13,11 +14,19 @@ from rich.console import Console
 from rich.table import Table
 
 from shop.devstack.errors import DevstackError
+from shop.devstack.procfile import Placeholders, ShopProcess, ShopProcesses, load
 from shop.devstack.settings import DevstackSettings
 from shop.devstack.stack import Devstack, Endpoints
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()
+
+
+def _describe_processes(processes: list[ShopProcess]) -> Table:
+    table = Table("process", "reach it at", "log", title="shop processes")
+    for process in processes:
+        table.add_row(process.name, process.url or "-", f"logs/{process.name}.log")
+    return table
 
 
 def _describe(endpoints: Endpoints) -> Table:
@@ -30,6 +39,18 @@ def _describe(endpoints: Endpoints) -> Table:
     return table
 
 
+def _start_processes(procfile: Path, endpoints: Endpoints, workdir: Path) -> ShopProcesses:
+    processes = ShopProcesses(
+        load(procfile, Placeholders(endpoints)), workdir, base_env=dict(os.environ)
+    )
+    try:
+        processes.start()
+    except BaseException:
+        processes.stop()
+        raise
+    return processes
+
+
 @app.callback()
 def main() -> None:
     """Embedded infrastructure for the shop: Postgres, Kafka, SQS/SNS, SMTP."""
@@ -40,6 +61,10 @@ def up(
     workdir: Annotated[
         Path | None,
         typer.Option(help="Keep data, logs and received emails here (default: a temp folder)."),
+    ] = None,
+    procfile: Annotated[
+        Path | None,
+        typer.Option(help="Also run the shop's processes this TOML file describes."),
     ] = None,
 ) -> None:
     """Start every part, print where it listens, stop them all on Ctrl-C or SIGTERM."""
@@ -61,12 +86,21 @@ def up(
     except DevstackError as error:
         console.print(f"[red]devstack failed to start:[/] {error}", highlight=False)
         raise typer.Exit(code=1) from error
+    processes: ShopProcesses | None = None
     try:
         console.print(_describe(endpoints))
+        if procfile is not None:
+            processes = _start_processes(procfile, endpoints, stack.workdir)
+            console.print(_describe_processes(processes.processes))
         console.print("ready — press Ctrl-C to stop", highlight=False)
         while not stop_requested.wait(0.5):
             pass
+    except DevstackError as error:
+        console.print(f"[red]shop processes failed to start:[/] {error}", highlight=False)
+        raise typer.Exit(code=1) from error
     finally:
         console.print("stopping…", highlight=False)
+        if processes is not None:
+            processes.stop()
         stack.stop()
     console.print("stopped", highlight=False)

@@ -67,6 +67,18 @@ class PostgresServer:
             await connection.close()
         return name
 
+    async def ensure_database(self, name: str) -> None:
+        """Create the database ``name`` unless it exists (development data survives)."""
+        if not _SAFE_NAME.match(name):
+            raise ValueError(f"unsafe database name {name!r}")
+        connection = await asyncpg.connect(self.url())
+        try:
+            exists = await connection.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
+        finally:
+            await connection.close()
+        if not exists:
+            await self.create_database(name)
+
     async def drop_database(self, name: str) -> None:
         """Drop a database, disconnecting whoever is still connected to it."""
         if not _SAFE_NAME.match(name):

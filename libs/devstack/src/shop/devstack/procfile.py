@@ -1,0 +1,147 @@
+"""The shop's own processes, run beside the infrastructure by ``up --procfile``.
+
+A procfile (TOML) names each process, its command, its environment and the commands that
+prepare it (migrations, seed data). Values may name what the devstack started:
+
+``{python}``, ``{postgres_url}``, ``{database_url:NAME}`` (the database NAME, created if
+missing), ``{kafka_bootstrap}``, ``{aws_url}``, ``{aws_region}``, ``{smtp_host}``,
+``{smtp_port}``, ``{mail_dir}``, ``{port:NAME}`` (a free port, the same for every use of
+NAME in one run), ``{port:NAME=8001}`` (8001 when it is free, else any free port).
+
+The devstack knows nothing of the services: it only runs what the file says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import re
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from shop.devstack.errors import DevstackError
+from shop.devstack.process import ManagedProcess, free_port, port_accepts
+from shop.devstack.stack import Endpoints
+
+_PLACEHOLDER = re.compile(r"\{([a-z_]+)(?::([a-z0-9_]+(?:=[0-9]+)?))?\}")
+
+
+@dataclass
+class ShopProcess:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    setup: list[list[str]] = field(default_factory=list)
+    ready_port: int | None = None
+    """The process is ready once this port accepts connections."""
+    url: str | None = None
+    """Where a person reaches it (printed)."""
+
+
+class Placeholders:
+    """Values for ``{…}`` in a procfile, from the running devstack."""
+
+    def __init__(self, endpoints: Endpoints) -> None:
+        self.endpoints = endpoints
+        self.ports: dict[str, int] = {}
+        self.databases: set[str] = set()
+
+    def resolve(self, text: str) -> str:
+        return _PLACEHOLDER.sub(lambda m: self._value(m.group(1), m.group(2)), text)
+
+    def _value(self, name: str, argument: str | None) -> str:
+        endpoints = self.endpoints
+        simple = {
+            "python": sys.executable,
+            "postgres_url": endpoints.postgres.url(),
+            "kafka_bootstrap": endpoints.kafka.bootstrap_servers,
+            "aws_url": endpoints.aws.url or "",
+            "aws_region": endpoints.aws.region,
+            "smtp_host": endpoints.smtp.host,
+            "smtp_port": str(endpoints.smtp.port),
+            "mail_dir": str(endpoints.mail_dir),
+        }
+        if name in simple and argument is None:
+            return simple[name]
+        if name == "port" and argument:
+            port_name, _, preferred = argument.partition("=")
+            if port_name not in self.ports:
+                wanted = int(preferred) if preferred else None
+                free = wanted is not None and not port_accepts("127.0.0.1", wanted)
+                self.ports[port_name] = wanted if free and wanted else free_port()
+            return str(self.ports[port_name])
+        if name == "database_url" and argument:
+            self._ensure_database(argument)
+            return endpoints.postgres.url(argument)
+        raise DevstackError(
+            f"procfile: unknown placeholder {{{name}{':' + argument if argument else ''}}}"
+        )
+
+    def _ensure_database(self, name: str) -> None:
+        if name not in self.databases:
+            asyncio.run(self.endpoints.postgres.ensure_database(name))
+            self.databases.add(name)
+
+
+def load(path: Path, placeholders: Placeholders) -> list[ShopProcess]:
+    try:
+        document = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise DevstackError(f"procfile {path}: {error}") from error
+    processes = []
+    for name, spec in document.get("process", {}).items():
+        env = {key: placeholders.resolve(str(value)) for key, value in spec.get("env", {}).items()}
+        ready_port = spec.get("ready_port")
+        processes.append(
+            ShopProcess(
+                name=name,
+                argv=[placeholders.resolve(part) for part in spec["command"]],
+                env=env,
+                setup=[[placeholders.resolve(p) for p in step] for step in spec.get("setup", [])],
+                ready_port=int(placeholders.resolve(str(ready_port))) if ready_port else None,
+                url=placeholders.resolve(spec["url"]) if "url" in spec else None,
+            )
+        )
+    return processes
+
+
+class ShopProcesses:
+    """Prepare, start, await and stop the procfile's processes, in file order."""
+
+    def __init__(
+        self, processes: list[ShopProcess], workdir: Path, base_env: dict[str, str]
+    ) -> None:
+        self.processes = processes
+        self.workdir = workdir
+        self.base_env = base_env
+        self._running: list[ManagedProcess] = []
+
+    def start(self, timeout: float = 60) -> None:
+        for process in self.processes:
+            env = {**self.base_env, **process.env}
+            for step in process.setup:
+                done = subprocess.run(step, env=env, capture_output=True, text=True, check=False)
+                if done.returncode != 0:
+                    raise DevstackError(
+                        f"{process.name}: {' '.join(step[1:])} failed: "
+                        f"{(done.stderr or done.stdout).strip()[-500:]}"
+                    )
+            managed = ManagedProcess(
+                process.name, process.argv, self.workdir / "logs" / f"{process.name}.log", env=env
+            )
+            managed.start()
+            self._running.append(managed)
+        for process, managed in zip(self.processes, self._running, strict=True):
+            if process.ready_port is not None:
+                managed.wait_until(
+                    functools.partial(port_accepts, "127.0.0.1", process.ready_port),
+                    timeout,
+                    f"listening on {process.ready_port}",
+                )
+
+    def stop(self) -> None:
+        while self._running:
+            self._running.pop().stop()
