@@ -39,10 +39,10 @@ def create_app(
     app.state.settings = settings
     app.state.sessions = sessions
     app.state.registry = registry
-    problems.install(app)
-    app.include_router(products.router)
-    app.include_router(orders.router)
-    app.include_router(health.router)
+    routers = (products.router, orders.router, health.router)
+    for router in routers:
+        app.include_router(router)
+    problems.install(app, routers)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(HttpMetrics, registry=registry)
     return app

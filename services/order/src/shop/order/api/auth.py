@@ -54,7 +54,7 @@ async def current_customer(
     except jwt.InvalidTokenError as error:
         raise _unauthorized(f"invalid token: {error}") from error
     subject, email = claims.get("sub"), claims.get("email")
-    if not isinstance(subject, str) or not subject or len(subject) > 200:
+    if not isinstance(subject, str) or not subject.isprintable() or not 0 < len(subject) <= 200:
         raise _unauthorized("the token's sub claim must name the customer")
     try:
         address = _email.validate_python(email)

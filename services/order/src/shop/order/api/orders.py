@@ -4,9 +4,9 @@ request models, rules in the domain, the transaction in :mod:`shop.order.checkou
 from __future__ import annotations
 
 import uuid
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, HTTPException, Query, Request, Response
+from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import IntegrityError
 
@@ -23,21 +23,27 @@ NUMBER_ATTEMPTS = 3
 """Order numbers are random; on the rare collision the checkout draws again."""
 
 IdempotencyKey = Annotated[
-    str | None,
+    str,
     Header(
         alias="Idempotency-Key",
+        min_length=1,
         max_length=200,
         pattern=r"^[\x21-\x7e]+$",
         description="Unique per checkout attempt; a retry with the same key and body gets "
-        "the same answer and never a second order.",
+        "the same answer and never a second order. Missing: 400.",
         examples=["8e0f3a52-3d4b-4f0e-9a57-0c7b1d2e3f40"],
     ),
 ]
 
-_problems: dict[int | str, dict[str, object]] = {
-    401: {"model": Problem, "description": "Missing, invalid or expired token"},
-    404: {"model": Problem, "description": "No such order (or not yours)"},
+
+def _problem(description: str) -> dict[str, Any]:
+    return {"model": Problem, "description": description}
+
+
+_UNAUTHORIZED: dict[int | str, dict[str, Any]] = {
+    401: _problem("Missing, invalid or expired token")
 }
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {404: _problem("No such order (or not yours)")}
 
 
 def _location(order_id: uuid.UUID | str) -> str:
@@ -45,9 +51,18 @@ def _location(order_id: uuid.UUID | str) -> str:
 
 
 def _require_json(request: Request) -> None:
+    """Runs before the body is validated, so a body of another media type is named as such
+    instead of failing as a JSON document it never was."""
     content_type = request.headers.get("content-type", "")
     if content_type.split(";")[0].strip().lower() != "application/json":
-        raise HTTPException(status_code=415, detail="send the body as application/json")
+        described = f"its Content-Type is {content_type}" if content_type else "it has none"
+        raise HTTPException(
+            status_code=415,
+            detail=f"send the body as application/json with a Content-Type saying so; {described}",
+        )
+
+
+JsonBody = Annotated[None, Depends(_require_json)]
 
 
 @router.post(
@@ -55,26 +70,23 @@ def _require_json(request: Request) -> None:
     status_code=201,
     summary="Place an order",
     responses={
-        **_problems,
-        400: {"model": Problem, "description": "Missing Idempotency-Key"},
-        409: {"model": Problem, "description": "Not enough stock (names the sku)"},
-        413: {"model": Problem, "description": "Body too large"},
-        415: {"model": Problem, "description": "Body is not JSON"},
-        422: {"model": Problem, "description": "Invalid body, unknown sku, or key reused"},
+        400: _problem("Missing Idempotency-Key header"),
+        **_UNAUTHORIZED,
+        409: _problem("Not enough stock (names the sku)"),
+        413: _problem("Body too large"),
+        415: _problem("Body is not application/json"),
+        422: _problem("Invalid body (names the fields), unknown sku, or key reused"),
     },
 )
 async def place_order(
     body: CheckoutRequest,
     *,
-    request: Request,
     response: Response,
     customer: CurrentCustomer,
+    _json: JsonBody,
+    idempotency_key: IdempotencyKey,
     session: Session,
-    idempotency_key: IdempotencyKey = None,
 ) -> OrderView:
-    _require_json(request)
-    if not idempotency_key:
-        raise HTTPException(status_code=400, detail="an Idempotency-Key header is required")
     lines = [(line.sku, line.quantity) for line in body.items]
     for attempt in range(1, NUMBER_ATTEMPTS + 1):
         try:
@@ -100,7 +112,11 @@ async def place_order(
     return result
 
 
-@router.get("", summary="The caller's orders, newest first", responses=_problems)
+@router.get(
+    "",
+    summary="The caller's orders, newest first",
+    responses={400: _problem("A cursor this service did not hand out"), **_UNAUTHORIZED},
+)
 async def list_orders(
     customer: CurrentCustomer,
     session: Session,
@@ -110,7 +126,11 @@ async def list_orders(
     return await queries.list_orders(session, customer.id, limit=limit, cursor=cursor)
 
 
-@router.get("/{order_id}", summary="One of the caller's orders", responses=_problems)
+@router.get(
+    "/{order_id}",
+    summary="One of the caller's orders",
+    responses={**_UNAUTHORIZED, **_NOT_FOUND},
+)
 async def get_order(order_id: uuid.UUID, customer: CurrentCustomer, session: Session) -> OrderView:
     return await queries.load_order(session, order_id, customer_id=customer.id)
 
@@ -118,7 +138,11 @@ async def get_order(order_id: uuid.UUID, customer: CurrentCustomer, session: Ses
 @router.post(
     "/{order_id}/cancel",
     summary="Cancel a pending order",
-    responses={**_problems, 409: {"model": Problem, "description": "The order is not pending"}},
+    responses={
+        **_UNAUTHORIZED,
+        **_NOT_FOUND,
+        409: _problem("The order is not pending (names its status)"),
+    },
 )
 async def cancel_order(
     order_id: uuid.UUID, customer: CurrentCustomer, session: Session

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Annotated, Self
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from shop.order.domain.money import MAX_LINE_QUANTITY
 
 MAX_LINES = 50
+SKU_PATTERN = r"^[A-Z0-9][A-Z0-9-]*$"
+"""What a sku looks like: capitals, digits and dashes (``SERUM-NIA-30``)."""
 
 
 class CheckoutLine(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
-    sku: Annotated[
-        str, StringConstraints(min_length=1, max_length=64, pattern=r"^[A-Z0-9][A-Z0-9-]*$")
-    ]
+    sku: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=SKU_PATTERN)]
     quantity: Annotated[int, Field(ge=1, le=MAX_LINE_QUANTITY)]
 
 
@@ -40,14 +40,15 @@ class CheckoutRequest(BaseModel):
 
     items: Annotated[list[CheckoutLine], Field(min_length=1, max_length=MAX_LINES)]
 
-    @model_validator(mode="after")
-    def one_line_per_product(self) -> Self:
+    @field_validator("items")
+    @classmethod
+    def one_line_per_product(cls, items: list[CheckoutLine]) -> list[CheckoutLine]:
         seen: set[str] = set()
-        for line in self.items:
+        for line in items:
             if line.sku in seen:
                 raise ValueError(f"{line.sku} appears on two lines; put each product on one")
             seen.add(line.sku)
-        return self
+        return items
 
     def fingerprint(self) -> str:
         """Same fingerprint, same request: what an idempotent replay is checked against."""
