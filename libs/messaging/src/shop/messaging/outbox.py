@@ -3,15 +3,25 @@ transaction. The relay sends it after the commit; a rollback leaves nothing to s
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from shop.contracts import Contract, Envelope, encode, wrap
 from shop.messaging import headers
 from shop.messaging.context import current_envelope
-from shop.messaging.schema import OUTBOX_CHANNEL, outbox
+from shop.messaging.schema import OUTBOX_CHANNEL
+
+# One round trip: the row, and a NOTIFY that is transactional (the relay wakes on commit,
+# never for a rollback; Postgres folds a transaction's identical notifications into one).
+_ADD = text(
+    "WITH added AS ("
+    " INSERT INTO outbox (event_id, key, message_type, headers, body)"
+    " VALUES (:event_id, :key, :message_type, CAST(:headers AS jsonb), :body))"
+    f" SELECT pg_notify('{OUTBOX_CHANNEL}', '')"
+)
 
 
 def message_headers(envelope: Envelope[Contract]) -> dict[str, str]:
@@ -63,8 +73,6 @@ async def add(
             traceparent=traceparent,
             causation=current_envelope(),
         )
-    await session.execute(insert(outbox).values(outbox_row(envelope)))
-    # NOTIFY is transactional: the relay wakes on commit, and never for a rollback.
-    # Postgres folds repeated identical notifications of one transaction into one.
-    await session.execute(select(func.pg_notify(OUTBOX_CHANNEL, "")))
+    row = outbox_row(envelope)
+    await session.execute(_ADD, {**row, "headers": json.dumps(row["headers"])})
     return envelope

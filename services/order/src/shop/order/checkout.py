@@ -30,11 +30,62 @@ class Customer:
 
 
 @dataclass(frozen=True, slots=True)
-class Replay:
-    """The stored answer to an earlier request with the same idempotency key."""
+class Answer:
+    """What the checkout answers: the JSON text exactly as stored with the idempotency key,
+    so that a replay returns the same bytes as the first answer."""
 
     status: int
-    body: dict[str, Any]
+    body: str
+    order_id: uuid.UUID
+    replayed: bool = False
+
+
+# Built once: the checkout is the hot path, and building statements per request costs
+# more CPU than running them.
+_CLAIM_KEY = (
+    pg_insert(idempotency_keys)
+    .values(
+        customer_id=bindparam("customer_id"),
+        key=bindparam("key"),
+        request_hash=bindparam("request_hash"),
+    )
+    .on_conflict_do_nothing()
+    .returning(idempotency_keys.c.key)
+)
+_STORED_ANSWER = select(
+    idempotency_keys.c.request_hash,
+    idempotency_keys.c.response_status,
+    idempotency_keys.c.response_body,
+    idempotency_keys.c.order_id,
+).where(
+    idempotency_keys.c.customer_id == bindparam("customer_id"),
+    idempotency_keys.c.key == bindparam("key"),
+)
+_STORE_ANSWER = (
+    update(idempotency_keys)
+    .where(
+        idempotency_keys.c.customer_id == bindparam("b_customer_id"),
+        idempotency_keys.c.key == bindparam("b_key"),
+    )
+    .values(
+        order_id=bindparam("order_id"),
+        response_status=bindparam("response_status"),
+        response_body=bindparam("response_body"),
+    )
+)
+_LOCK_PRODUCTS = (
+    select(products.c.sku, products.c.name, products.c.price, products.c.stock)
+    .where(products.c.sku.in_(bindparam("skus", expanding=True)), products.c.active)
+    .order_by(products.c.sku)
+    .with_for_update()
+)
+_TAKE_STOCK = (
+    update(products)
+    .where(products.c.sku == bindparam("b_sku"))
+    .values(stock=products.c.stock - bindparam("b_quantity"))
+)
+_INSERT_ORDER = insert(orders)
+_INSERT_ITEMS = insert(order_items)
 
 
 class IdempotencyConflict(Exception):
@@ -43,33 +94,20 @@ class IdempotencyConflict(Exception):
 
 async def claim_idempotency_key(
     session: AsyncSession, customer: Customer, key: str, request_hash: str
-) -> Replay | None:
+) -> Answer | None:
     """Claim ``key`` for this request in the current transaction, or return the answer
     given to the request that claimed it first.
 
     A concurrent request with the same key waits on the row until the first commits (then
     replays its answer) or rolls back (then claims the key itself): one order per key.
     """
-    claimed = await session.execute(
-        pg_insert(idempotency_keys)
-        .values(customer_id=customer.id, key=key, request_hash=request_hash)
-        .on_conflict_do_nothing()
-        .returning(idempotency_keys.c.key)
-    )
-    if claimed.first() is not None:
+    claim = {"customer_id": customer.id, "key": key, "request_hash": request_hash}
+    if (await session.execute(_CLAIM_KEY, claim)).first() is not None:
         return None
-    stored = (
-        await session.execute(
-            select(
-                idempotency_keys.c.request_hash,
-                idempotency_keys.c.response_status,
-                idempotency_keys.c.response_body,
-            ).where(idempotency_keys.c.customer_id == customer.id, idempotency_keys.c.key == key)
-        )
-    ).one()
+    stored = (await session.execute(_STORED_ANSWER, claim)).one()
     if stored.request_hash != request_hash:
         raise IdempotencyConflict(key)
-    return Replay(status=stored.response_status, body=stored.response_body)
+    return Answer(stored.response_status, stored.response_body, stored.order_id, replayed=True)
 
 
 async def place_order(
@@ -79,7 +117,7 @@ async def place_order(
     *,
     idempotency_key: str,
     request_hash: str,
-) -> OrderView | Replay:
+) -> Answer:
     """Reserve stock, record the order and its OrderCreated event, in the caller's
     transaction. Refuses the whole order (no partial reservation) when a line cannot be
     served."""
@@ -103,19 +141,20 @@ async def place_order(
     ]
     total = sum(line_total(item["quantity"], item["unit_price"]) for item in items)
     await session.execute(
-        insert(orders).values(
-            id=order_id,
-            number=number,
-            customer_id=customer.id,
-            customer_email=customer.email,
-            status=OrderStatus.PENDING,
-            total=total,
-            currency=CURRENCY,
-            created_at=placed_at,
-            updated_at=placed_at,
-        )
+        _INSERT_ORDER,
+        {
+            "id": order_id,
+            "number": number,
+            "customer_id": customer.id,
+            "customer_email": customer.email,
+            "status": OrderStatus.PENDING,
+            "total": total,
+            "currency": CURRENCY,
+            "created_at": placed_at,
+            "updated_at": placed_at,
+        },
     )
-    await session.execute(insert(order_items), items)
+    await session.execute(_INSERT_ITEMS, items)
     event = OrderCreated(
         order_id=order_id,
         order_number=number,
@@ -141,15 +180,18 @@ async def place_order(
         currency=CURRENCY,
         created_at=placed_at,
     )
+    answer = Answer(201, view.model_dump_json(), order_id)
     await session.execute(
-        update(idempotency_keys)
-        .where(
-            idempotency_keys.c.customer_id == customer.id,
-            idempotency_keys.c.key == idempotency_key,
-        )
-        .values(order_id=order_id, response_status=201, response_body=view.model_dump(mode="json"))
+        _STORE_ANSWER,
+        {
+            "b_customer_id": customer.id,
+            "b_key": idempotency_key,
+            "order_id": order_id,
+            "response_status": answer.status,
+            "response_body": answer.body,
+        },
     )
-    return view
+    return answer
 
 
 async def _reserve_stock(
@@ -158,14 +200,7 @@ async def _reserve_stock(
     """Take the stock of every line or none. Rows are locked in sku order, so concurrent
     checkouts of overlapping products queue up instead of deadlocking."""
     wanted = dict(lines)
-    rows = (
-        await session.execute(
-            select(products.c.sku, products.c.name, products.c.price, products.c.stock)
-            .where(products.c.sku.in_(sorted(wanted)), products.c.active)
-            .order_by(products.c.sku)
-            .with_for_update()
-        )
-    ).mappings()
+    rows = (await session.execute(_LOCK_PRODUCTS, {"skus": sorted(wanted)})).mappings()
     catalogue = {row["sku"]: dict(row) for row in rows}
     unknown = sorted(set(wanted) - catalogue.keys())
     if unknown:
@@ -174,9 +209,7 @@ async def _reserve_stock(
         if catalogue[sku]["stock"] < wanted[sku]:
             raise InsufficientStock(sku, wanted[sku], catalogue[sku]["stock"])
     await session.execute(
-        update(products)
-        .where(products.c.sku == bindparam("b_sku"))
-        .values(stock=products.c.stock - bindparam("b_quantity")),
+        _TAKE_STOCK,
         [{"b_sku": sku, "b_quantity": quantity} for sku, quantity in sorted(wanted.items())],
     )
     return catalogue

@@ -24,7 +24,8 @@ def sqlalchemy_url(url: str) -> str:
 
 
 def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
-    return create_async_engine(sqlalchemy_url(url), pool_size=pool_size, max_overflow=pool_size)
+    # pool_size is the cap: more connections than that only queue inside Postgres.
+    return create_async_engine(sqlalchemy_url(url), pool_size=pool_size, max_overflow=0)
 
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -21,7 +21,6 @@ from sqlalchemy import (
     Uuid,
     func,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 
 from shop.messaging.schema import metadata as messaging_metadata
 
@@ -94,7 +93,9 @@ idempotency_keys = Table(
     Column("request_hash", String(64), nullable=False),
     Column("order_id", Uuid, ForeignKey("orders.id", ondelete="CASCADE")),
     Column("response_status", SmallInteger),
-    Column("response_body", JSONB),
+    # The answer's JSON text as sent, so that a replay is byte for byte the same (JSONB
+    # would reorder its keys).
+    Column("response_body", Text),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     PrimaryKeyConstraint("customer_id", "key"),
 )

@@ -7,7 +7,6 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response
-from fastapi.responses import JSONResponse
 from sqlalchemy.exc import IntegrityError
 
 from shop.order import checkout, queries
@@ -50,7 +49,7 @@ def _location(order_id: uuid.UUID | str) -> str:
     return f"/v1/orders/{order_id}"
 
 
-def _require_json(request: Request) -> None:
+async def _require_json(request: Request) -> None:
     """Runs before the body is validated, so a body of another media type is named as such
     instead of failing as a JSON document it never was."""
     content_type = request.headers.get("content-type", "")
@@ -81,7 +80,6 @@ JsonBody = Annotated[None, Depends(_require_json)]
 async def place_order(
     body: CheckoutRequest,
     *,
-    response: Response,
     customer: CurrentCustomer,
     _json: JsonBody,
     idempotency_key: IdempotencyKey,
@@ -102,14 +100,13 @@ async def place_order(
         except IntegrityError as error:
             if "uq_orders_number" not in str(error.orig) or attempt == NUMBER_ATTEMPTS:
                 raise
-    if isinstance(result, checkout.Replay):
-        return JSONResponse(  # type: ignore[return-value]
-            result.body,
-            status_code=result.status,
-            headers={"Location": _location(result.body["id"]), "Idempotent-Replayed": "true"},
-        )
-    response.headers["Location"] = _location(result.id)
-    return result
+    headers = {"Location": _location(result.order_id)}
+    if result.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    # The stored JSON text as it is: the first answer and every replay are the same bytes.
+    return Response(  # type: ignore[return-value]
+        result.body, status_code=result.status, media_type="application/json", headers=headers
+    )
 
 
 @router.get(

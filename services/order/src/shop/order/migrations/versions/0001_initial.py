@@ -104,7 +104,7 @@ def upgrade() -> None:
         sa.Column("request_hash", sa.String(length=64), nullable=False),
         sa.Column("order_id", sa.Uuid(), nullable=True),
         sa.Column("response_status", sa.SmallInteger(), nullable=True),
-        sa.Column("response_body", postgresql.JSONB(astext_type=sa.Text()), nullable=True),
+        sa.Column("response_body", sa.Text(), nullable=True),
         sa.Column(
             "created_at",
             sa.DateTime(timezone=True),
