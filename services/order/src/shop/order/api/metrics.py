@@ -31,17 +31,21 @@ class HttpMetrics:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        status = 500
+        # Stays "none" when the client left before any answer; an exception is a 500.
+        status = "none"
 
         async def recording_send(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status = str(message["status"])
             await send(message)
 
         try:
             await self.app(scope, receive, recording_send)
+        except Exception:
+            status = "500"
+            raise
         finally:
             route = getattr(scope.get("route"), "path", "unmatched")
-            self.requests.labels(scope["method"], route, str(status)).inc()
+            self.requests.labels(scope["method"], route, status).inc()
             self.seconds.labels(scope["method"], route).observe(time.perf_counter() - started)
