@@ -427,8 +427,14 @@ async def test_an_empty_order_list_has_no_next_cursor(
         "garbage!",
         "bm90LWEtY3Vyc29y",  # base64 of "not-a-cursor"
         base64.urlsafe_b64encode(b"yesterday|not-a-uuid").decode(),
+        base64.urlsafe_b64encode(
+            b"0001-01-01T00:00:00+01:00|b1284646-de18-4171-ae6b-d4cb4c7bd085"
+        ).decode(),
+        base64.urlsafe_b64encode(
+            b"2026-12-01T00:00:00|b1284646-de18-4171-ae6b-d4cb4c7bd085"
+        ).decode(),
     ],
-    ids=["not-base64", "no-separator", "bad-fields"],
+    ids=["not-base64", "no-separator", "bad-fields", "before-the-calendar", "no-timezone"],
 )
 async def test_a_cursor_this_service_did_not_hand_out_is_400_naming_the_cursor(
     client: httpx.AsyncClient, auth: dict[str, str], cursor: str

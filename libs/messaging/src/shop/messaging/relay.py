@@ -162,7 +162,13 @@ class Relay:
                     _CLAIM, self.settings.batch_size, *(in_flight.ids if in_flight else (0, 0))
                 )
                 batch = self._start_publishing(rows) if rows else None
-                if in_flight is not None and not await self._settle(connection, in_flight):
+                try:
+                    settled = in_flight is None or await self._settle(connection, in_flight)
+                except BaseException:
+                    if batch is not None:
+                        await batch.abandon()
+                    raise
+                if not settled:
                     in_flight = None
                     if batch is not None:
                         await batch.abandon()  # it stays unsent: published again later
@@ -266,7 +272,9 @@ class _Batch:
         return self.rows[0]["id"], self.rows[-1]["id"]
 
     async def abandon(self) -> None:
-        """Let the publication end without marking anything: at least once, never lost."""
+        """Stop the publication and mark nothing: what it did not hand over yet stays
+        back, what it did goes out and is published again later (at least once)."""
+        self.publishing.cancel()
         await asyncio.wait([self.publishing])
         if not self.publishing.cancelled():
             self.publishing.exception()  # retrieved: the rows stay unsent either way

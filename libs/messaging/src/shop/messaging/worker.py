@@ -118,8 +118,12 @@ class Worker:
         if self.relay is not None:
             self.relay.stop()
         stopping.cancel()
-        # Consumers return once drained; a task that ended early with an error re-raises here.
-        await asyncio.gather(*tasks)
+        # Every part drains and returns before the transport closes; the first error of a
+        # part that failed is raised once all have.
+        results = await asyncio.gather(*tasks, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
         if not self._stopping.is_set():
             failed = [t for t in done if t is not stopping]
             raise RuntimeError(f"a worker part stopped on its own: {failed}")

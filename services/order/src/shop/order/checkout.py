@@ -16,7 +16,7 @@ from shop.contracts import OrderCancelled, OrderCreated, OrderLine
 from shop.messaging import add
 from shop.order.adapters.tables import idempotency_keys, order_items, orders, products
 from shop.order.domain.errors import InsufficientStock, OrderNotFound, UnknownProduct
-from shop.order.domain.money import CURRENCY, line_total
+from shop.order.domain.money import CURRENCY, line_total, order_total
 from shop.order.domain.numbers import new_order_number
 from shop.order.domain.status import OrderStatus, check_transition
 from shop.order.queries import load_order_record
@@ -139,7 +139,7 @@ async def place_order(
         }
         for line_no, (sku, quantity) in enumerate(lines, start=1)
     ]
-    total = sum(line_total(item["quantity"], item["unit_price"]) for item in items)
+    total = order_total((item["quantity"], item["unit_price"]) for item in items)
     await session.execute(
         _INSERT_ORDER,
         {

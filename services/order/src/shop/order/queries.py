@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import and_, or_, select, tuple_
@@ -159,6 +159,10 @@ def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         created_at, order_id = raw.split("|")
-        return datetime.fromisoformat(created_at), uuid.UUID(order_id)
-    except (ValueError, UnicodeDecodeError) as error:
+        moment = datetime.fromisoformat(created_at)
+        if moment.tzinfo is None:
+            raise ValueError("cursor time without a timezone")
+        # Converted here, not by the driver: a time at the edge of the calendar overflows.
+        return moment.astimezone(UTC), uuid.UUID(order_id)
+    except (ValueError, OverflowError, UnicodeDecodeError) as error:
         raise InvalidCursor("cursor is not one this service handed out") from error

@@ -43,9 +43,6 @@ from shop.messaging.transports.base import ConsumerOptions
 
 log = structlog.get_logger("shop.messaging")
 
-"""Header of a marker record in a dead-letter topic: the id of the dead letter it settles
-(redriven or purged). Kafka cannot delete one record, so settling one appends a marker."""
-
 POLL_TIMEOUT_MS: Final = 250
 """How long one fetch waits for records, so that commits are not held up by a quiet topic."""
 COMMIT_INTERVAL: Final = 0.5
@@ -206,11 +203,6 @@ class KafkaTransport:
         # Concurrent publish calls hand their records over one call after the other, so
         # that each key keeps the order of the calls (the relay overlaps two batches).
         self._handing_over = asyncio.Lock()
-
-    @property
-    def idempotent(self) -> bool:
-        """Whether the producer writes idempotently (False also when not started)."""
-        return self._producer is not None and self._producer.idempotent
 
     async def start(self) -> None:
         if self._producer is not None:
@@ -399,6 +391,7 @@ class KafkaConsumer:
         self._progress: dict[Partition, _Progress] = {}
         self._resumes: dict[Partition, asyncio.TimerHandle] = {}
         self._commit_lock = asyncio.Lock()
+        self._failure: BaseException | None = None
 
     @property
     def ready(self) -> bool:
@@ -461,6 +454,8 @@ class KafkaConsumer:
             log.info("kafka consumer stopped", group=self.group_id)
         if not fetching.cancelled() and (error := fetching.exception()) is not None:
             raise error
+        if self._failure is not None:
+            raise self._failure
 
     async def _consume(self, kafka: Any, dispatcher: KeyedDispatcher) -> None:
         last_commit = time.monotonic()
@@ -569,8 +564,17 @@ class KafkaConsumer:
         return (delivery.source, delivery.key)
 
     async def _handle(self, delivery: Delivery, progress: _Progress, offset: int) -> None:
-        outcome = await self.pipeline.process(delivery)
-        await self._settle(delivery, outcome)
+        try:
+            outcome = await self.pipeline.process(delivery)
+            await self._settle(delivery, outcome)
+        except Exception as error:
+            # The pipeline turns every handler failure into an outcome, so this is a bug.
+            # This offset can never be committed now, nor any after it: stop, so that the
+            # worker fails loudly and the restarted consumer gets the message again.
+            log.exception("consumer failed on a message; stopping", group=self.group_id)
+            self._failure = self._failure or error
+            self.stop()
+            raise
         progress.completed(offset)
 
     async def _settle(self, delivery: Delivery, outcome: Outcome) -> None:
