@@ -129,11 +129,11 @@ class MemoryConsumer:
     async def _handle(self, queued: _Queued) -> None:
         try:
             outcome = await self.pipeline.process(queued.delivery)
-        except asyncio.CancelledError:
-            # Abandoned at shutdown: not acknowledged, so it is delivered again.
+            self._settle(queued.delivery, outcome)
+        except BaseException:
+            # Abandoned at shutdown, or a bug: not acknowledged, so it is delivered again.
             self.broker.enqueue(self.group, queued.delivery)
             raise
-        self._settle(queued.delivery, outcome)
 
     def _settle(self, delivery: Delivery, outcome: Outcome) -> None:
         if isinstance(outcome, Ack):
