@@ -11,26 +11,30 @@ from contextlib import asynccontextmanager
 from shop.messaging.worker import Worker
 
 
-async def wait_until(
-    condition: Callable[[], bool], *, within: float = 30.0, what: str = "condition"
-) -> None:
-    """Poll ``condition`` until it holds; fail with ``what`` after ``within`` seconds."""
-    deadline = time.monotonic() + within
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {within} s waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
 async def eventually(
-    check: Callable[[], Awaitable[bool]], *, within: float = 30.0, what: str = "condition"
+    check: Callable[[], Awaitable[bool]],
+    *,
+    within: float = 30.0,
+    what: str = "condition",
+    interval: float = 0.05,
 ) -> None:
-    """Like :func:`wait_until` for a check that must itself await (a database query)."""
+    """Poll ``check`` until it holds; fail with ``what`` after ``within`` seconds."""
     deadline = time.monotonic() + within
     while not await check():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {within} s waiting for {what}")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(interval)
+
+
+async def wait_until(
+    condition: Callable[[], bool], *, within: float = 30.0, what: str = "condition"
+) -> None:
+    """:func:`eventually` for a condition that needs no awaiting (a flag, a list's length)."""
+
+    async def check() -> bool:
+        return condition()
+
+    await eventually(check, within=within, what=what, interval=0.02)
 
 
 @asynccontextmanager

@@ -7,6 +7,7 @@ consuming service's deliveries to a :class:`Pipeline`, and makes the outcome dur
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -38,6 +39,22 @@ class Consumer(Protocol):
     def stop(self) -> None:
         """Stop taking new messages; :meth:`run` returns once in-flight ones are settled."""
         ...
+
+
+class ConsumerLifecycle:
+    """The state every consumer keeps alike: ready while it runs and has not been asked to
+    stop; :meth:`stop` only asks, the consumer's ``run`` drains and returns."""
+
+    def __init__(self) -> None:
+        self._stopping = asyncio.Event()
+        self._running = False
+
+    @property
+    def ready(self) -> bool:
+        return self._running and not self._stopping.is_set()
+
+    def stop(self) -> None:
+        self._stopping.set()
 
 
 class Transport(Protocol):

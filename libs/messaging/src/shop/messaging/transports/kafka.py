@@ -39,7 +39,7 @@ from shop.messaging.pipeline import Pipeline
 from shop.messaging.retry import RetryPolicy
 from shop.messaging.settings import KafkaSettings
 from shop.messaging.subscriber import Router
-from shop.messaging.transports.base import ConsumerOptions
+from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions
 
 log = structlog.get_logger("shop.messaging")
 
@@ -133,9 +133,8 @@ def delay_seconds(router: Router) -> list[float]:
 class _Producer:
     """The typed surface of the aiokafka producer that this module uses."""
 
-    def __init__(self, kafka: Any, *, idempotent: bool) -> None:
+    def __init__(self, kafka: Any) -> None:
         self._kafka = kafka
-        self.idempotent = idempotent
 
     @classmethod
     async def start(cls, settings: KafkaSettings) -> _Producer:
@@ -167,7 +166,7 @@ class _Producer:
         except BaseException:
             await kafka.stop()
             raise
-        return cls(kafka, idempotent=idempotent)
+        return cls(kafka)
 
     async def enqueue(
         self, topic: str, body: bytes, headers: Mapping[str, str], key: str | None
@@ -367,13 +366,14 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         self._assigned({(str(tp.topic), int(tp.partition)) for tp in assigned})
 
 
-class KafkaConsumer:
+class KafkaConsumer(ConsumerLifecycle):
     """One consumer-group member for one consuming service: its event topics and its
     delay topics, many messages in flight, one at a time per key."""
 
     def __init__(
         self, transport: KafkaTransport, pipeline: Pipeline, options: ConsumerOptions
     ) -> None:
+        super().__init__()
         self.transport = transport
         self.pipeline = pipeline
         self.group = pipeline.group
@@ -385,20 +385,11 @@ class KafkaConsumer:
             {naming.delay_topic(self.group, s) for s in delay_seconds(pipeline.router)}
         )
         self._retry_delays = [s for s in delay_seconds(pipeline.router) if s > 0]
-        self._stopping = asyncio.Event()
-        self._running = False
         self._kafka: Any = None
         self._progress: dict[Partition, _Progress] = {}
         self._resumes: dict[Partition, asyncio.TimerHandle] = {}
         self._commit_lock = asyncio.Lock()
         self._failure: BaseException | None = None
-
-    @property
-    def ready(self) -> bool:
-        return self._running and not self._stopping.is_set()
-
-    def stop(self) -> None:
-        self._stopping.set()
 
     async def run(self) -> None:
         kafka = AIOKafkaConsumer(

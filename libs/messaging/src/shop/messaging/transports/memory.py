@@ -21,7 +21,7 @@ from shop.messaging.message import Delivery, OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.outcome import Ack, DeadLetter, Outcome, Retry
 from shop.messaging.pipeline import Pipeline
-from shop.messaging.transports.base import ConsumerOptions
+from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions
 
 
 @dataclass(slots=True)
@@ -87,22 +87,14 @@ class MemoryDeadLetterStore:
             self.broker.dead_letters[group].pop(letter.id, None)
 
 
-class MemoryConsumer:
+class MemoryConsumer(ConsumerLifecycle):
     def __init__(self, broker: MemoryBroker, pipeline: Pipeline, options: ConsumerOptions) -> None:
+        super().__init__()
         self.broker = broker
         self.pipeline = pipeline
         self.group = pipeline.group
         self.options = options
-        self._stopping = asyncio.Event()
-        self._running = False
         self._timers: set[asyncio.TimerHandle] = set()
-
-    @property
-    def ready(self) -> bool:
-        return self._running and not self._stopping.is_set()
-
-    def stop(self) -> None:
-        self._stopping.set()
 
     async def run(self) -> None:
         dispatcher = KeyedDispatcher(self.options.max_in_flight)

@@ -36,7 +36,7 @@ from shop.messaging.naming import Naming
 from shop.messaging.outcome import Ack, DeadLetter, Outcome, Retry
 from shop.messaging.pipeline import Pipeline
 from shop.messaging.settings import SqsSettings
-from shop.messaging.transports.base import ConsumerOptions
+from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions
 
 log = structlog.get_logger("shop.messaging")
 
@@ -610,26 +610,18 @@ def delivery_of(message: SqsMessage, queue_name: str) -> Delivery:
     )
 
 
-class SqsConsumer:
+class SqsConsumer(ConsumerLifecycle):
     def __init__(
         self, transport: SqsTransport, pipeline: Pipeline, options: ConsumerOptions
     ) -> None:
+        super().__init__()
         self._transport = transport
         self._settings = transport.settings
         self._pipeline = pipeline
         self._group = pipeline.group
         self._options = options
-        self._stopping = asyncio.Event()
-        self._running = False
         self._held: set[_Held] = set()
         self._queues: SqsQueues | None = None
-
-    @property
-    def ready(self) -> bool:
-        return self._running and not self._stopping.is_set()
-
-    def stop(self) -> None:
-        self._stopping.set()
 
     async def run(self) -> None:
         queues = self._queues = await self._transport.queues_of(self._group)
