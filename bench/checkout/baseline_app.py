@@ -4,11 +4,10 @@ raw asyncpg pool, no ORM, no models: how fast could this checkout be?
 It does the same work as order-service's checkout, against the same schema (the service's
 own migrations) and in one transaction: verify the bearer JWT (HS256, pyjwt), claim the
 idempotency key, lock the products in sku order and check their stock, take the stock, write
-the order, its items and one ``order.created`` outbox row (the same envelope JSON and
-headers, with ``pg_notify`` as ``shop.messaging.outbox.add`` does), store the answer with the
-key, and answer 201 with the same JSON body and ``Location`` header. One statement per
-step, so as many round trips as the service (BEGIN, eight statements, COMMIT); where the
-service sends several rows with executemany, this sends them as arrays through ``unnest``.
+the order with its items, write one ``order.created`` outbox row (the same envelope JSON and
+headers) with its ``pg_notify``, store the answer with the key, and answer 201 with the same
+JSON body and ``Location`` header. The same statements as the service, so the same round
+trips: BEGIN, six statements, COMMIT.
 
 Configured by ``BASELINE_DATABASE_URL``, ``BASELINE_JWT_SECRET`` and ``BASELINE_POOL_SIZE``;
 served by uvicorn: ``python -m uvicorn --app-dir bench/checkout baseline_app:app``.
@@ -46,7 +45,7 @@ CLAIM = """
 INSERT INTO idempotency_keys (customer_id, key, request_hash) VALUES ($1, $2, $3)
 ON CONFLICT DO NOTHING RETURNING key"""
 STORED = """
-SELECT request_hash, response_status, response_body::text FROM idempotency_keys
+SELECT request_hash, response_status, response_body FROM idempotency_keys
 WHERE customer_id = $1 AND key = $2"""
 LOCK = """
 SELECT sku, name, price, stock FROM products WHERE sku = ANY($1::varchar[]) AND active
@@ -55,18 +54,19 @@ TAKE = """
 UPDATE products SET stock = products.stock - wanted.quantity
 FROM unnest($1::varchar[], $2::int[]) AS wanted (sku, quantity) WHERE products.sku = wanted.sku"""
 ORDER = """
-INSERT INTO orders (id, number, customer_id, customer_email, status, total, currency,
-                    created_at, updated_at)
-VALUES ($1, $2, $3, $4, 'pending', $5, 'IDR', $6, $6)"""
-ITEMS = """
+WITH placed AS (
+    INSERT INTO orders (id, number, customer_id, customer_email, status, total, currency,
+                        created_at, updated_at)
+    VALUES ($1, $2, $3, $4, 'pending', $5, 'IDR', $6, $6))
 INSERT INTO order_items (order_id, line_no, sku, name, quantity, unit_price)
-SELECT $1, * FROM unnest($2::smallint[], $3::varchar[], $4::varchar[], $5::int[], $6::bigint[])"""
-OUTBOX = """
-INSERT INTO outbox (event_id, key, message_type, headers, body)
-VALUES ($1, $2, 'order.created', $3::jsonb, $4)"""
-NOTIFY = f"SELECT pg_notify('{OUTBOX_CHANNEL}', '')"
+SELECT $1, * FROM unnest($7::smallint[], $8::varchar[], $9::varchar[], $10::int[], $11::bigint[])"""
+OUTBOX = f"""
+WITH added AS (
+    INSERT INTO outbox (event_id, key, message_type, headers, body)
+    VALUES ($1, $2, 'order.created', $3::jsonb, $4))
+SELECT pg_notify('{OUTBOX_CHANNEL}', '')"""
 ANSWER = """
-UPDATE idempotency_keys SET order_id = $3, response_status = 201, response_body = $4::jsonb
+UPDATE idempotency_keys SET order_id = $3, response_status = 201, response_body = $4
 WHERE customer_id = $1 AND key = $2"""
 
 
@@ -195,10 +195,14 @@ async def checkout(
         for sku, quantity in lines
     ]
     total = sum(item["quantity"] * item["unit_price"] for item in items)
-    await connection.execute(ORDER, order_id, number, customer_id, email, total, placed_at)
     await connection.execute(
-        ITEMS,
+        ORDER,
         order_id,
+        number,
+        customer_id,
+        email,
+        total,
+        placed_at,
         list(range(1, len(items) + 1)),
         [item["sku"] for item in items],
         [item["name"] for item in items],
@@ -236,7 +240,6 @@ async def checkout(
     await connection.execute(
         OUTBOX, uuid.UUID(event_id), order_key, compact(headers), compact(envelope).encode()
     )
-    await connection.execute(NOTIFY)
 
     answer = compact(
         {

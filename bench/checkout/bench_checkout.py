@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import math
 import os
@@ -75,6 +76,8 @@ class Plan:
     """What every server gets: the same requests, at the same concurrency, for as long."""
 
     seconds: float
+    """Measured per server in each round."""
+    rounds: int
     warmup: float
     connections: int
     client: str
@@ -89,9 +92,22 @@ class Figures:
     seconds: float = 0.0
     latencies: list[float] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
-    cpu: dict[str, float] = field(default_factory=dict)
+    cpu_seconds: Counter[str] = field(default_factory=Counter)
+    round_rates: list[float] = field(default_factory=list)
     orders_written: int = 0
     shape: object = None
+
+    @property
+    def cpu(self) -> dict[str, float]:
+        """Average shares over the measured rounds."""
+        return {part: used / self.seconds for part, used in self.cpu_seconds.items()}
+
+    def add_round(self, round_: Figures, cpu: dict[str, float]) -> None:
+        self.round_rates.append(round_.rate)
+        self.seconds += round_.seconds
+        self.latencies += round_.latencies
+        self.errors += round_.errors
+        self.cpu_seconds.update({part: share * round_.seconds for part, share in cpu.items()})
 
     @property
     def rate(self) -> float:
@@ -336,25 +352,53 @@ def shape(value: object) -> object:
     return type(value).__name__
 
 
-async def drive(server: Server, pid: int, plan: Plan) -> Figures:
+@dataclass
+class Running:
+    """A started server under load: its process id, client and figures so far."""
+
+    server: Server
+    pid: int
+    load: Load
+    figures: Figures = field(default_factory=Figures)
+
+
+async def drive(started: list[tuple[Server, int]], plan: Plan) -> list[tuple[Server, Figures]]:
+    """Warm every server up, then measure them in turns, round after round: the machine's
+    speed drifts over minutes (other tenants), and alternating short rounds lets both
+    servers see the same drift."""
+    async with contextlib.AsyncExitStack() as clients:
+        running = []
+        for server, pid in started:
+            base_url = f"http://127.0.0.1:{server.port}"
+            post = await clients.enter_async_context(
+                CLIENTS[plan.client](base_url, plan.connections)
+            )
+            load = Load(post, f"{server.name}-{os.getpid()}", plan)
+            status, answer = await post(*load.next_request())
+            if status != 201:
+                raise SystemExit(f"{server.label} answered {status}: {answer[:300]!r}")
+            running.append(Running(server, pid, load))
+            running[-1].figures.shape = shape(json.loads(answer))
+            await load.run(plan.connections, plan.warmup, Figures())
+        for one in running:
+            one.figures.orders_written = -await orders_written(one.server.database)
+        for _ in range(plan.rounds):
+            for one in running:
+                await measure_round(one, plan)
+        for one in running:
+            one.figures.orders_written += await orders_written(one.server.database)
+    return [(one.server, one.figures) for one in running]
+
+
+async def measure_round(one: Running, plan: Plan) -> None:
     figures = Figures()
-    async with CLIENTS[plan.client](f"http://127.0.0.1:{server.port}", plan.connections) as post:
-        load = Load(post, f"{server.name}-{os.getpid()}", plan)
-        status, answer = await post(*load.next_request())
-        if status != 201:
-            raise SystemExit(f"{server.label} answered {status}: {answer[:300]!r}")
-        figures.shape = shape(json.loads(answer))
-        await load.run(plan.connections, plan.warmup, Figures())
-        before = await orders_written(server.database)
-        if server.profiled:
-            os.kill(pid, signal.SIGUSR1)
-        with CpuMeter(pid, plan.postgres_pid) as meter:
-            await load.run(plan.connections, plan.seconds, figures)
-        if server.profiled:
-            os.kill(pid, signal.SIGUSR2)
-        figures.cpu = meter.shares
-        figures.orders_written = await orders_written(server.database) - before
-    return figures
+    if one.server.profiled:
+        os.kill(one.pid, signal.SIGUSR1)
+    with CpuMeter(one.pid, plan.postgres_pid) as meter:
+        await one.load.run(plan.connections, plan.seconds, figures)
+    if one.server.profiled:
+        os.kill(one.pid, signal.SIGUSR2)
+    one.figures.add_round(figures, meter.shares)
 
 
 # --- servers ----------------------------------------------------------------------------
@@ -403,24 +447,26 @@ def servers(service_url: str, baseline_url: str, pool: int, profile: str | None)
     ]  # fmt: skip
 
 
-def measure(server: Server, plan: Plan) -> Figures:
-    """Start ``server``, load it, stop it (by its pid, whatever happens)."""
-    process = ManagedProcess(
-        server.name,
-        server.argv,
-        plan.workdir / f"{server.name}.log",
-        env={**os.environ, **server.env},
-    )
-    try:
-        process.start()
-        process.wait_until(
-            lambda: port_accepts("127.0.0.1", server.port), 60, "accepting connections"
-        )
-        assert process.pid is not None
+def measure(servers: list[Server], plan: Plan) -> list[tuple[Server, Figures]]:
+    """Start ``servers``, load them, stop them (by their pids, whatever happens)."""
+    with contextlib.ExitStack() as stack:
+        started = []
+        for server in servers:
+            process = ManagedProcess(
+                server.name,
+                server.argv,
+                plan.workdir / f"{server.name}.log",
+                env={**os.environ, **server.env},
+            )
+            stack.callback(process.stop, timeout=30)
+            process.start()
+            accepting = functools.partial(port_accepts, "127.0.0.1", server.port)
+            process.wait_until(accepting, 60, "accepting connections")
+            assert process.pid is not None
+            started.append((server, process.pid))
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            return runner.run(drive(server, process.pid, plan))
-    finally:
-        process.stop(timeout=30)
+            results = runner.run(drive(started, plan))
+    return results
 
 
 # --- output -----------------------------------------------------------------------------
@@ -428,8 +474,9 @@ def measure(server: Server, plan: Plan) -> Figures:
 
 def report(args: argparse.Namespace, results: list[tuple[Server, Figures]]) -> None:
     print(
-        f"POST /v1/orders: {args.connections} connections, {args.seconds:g} s per server "
-        f"after {args.warmup:g} s of warm-up; baskets of 1-3 lines over {args.products} products"
+        f"POST /v1/orders: {args.connections} connections; {args.rounds} rounds of "
+        f"{args.seconds:g} s per server, in turns, after {args.warmup:g} s of warm-up; "
+        f"baskets of 1-3 lines over {args.products} products"
     )
     print(
         f"load generator: {args.client} on uvloop, in this process"
@@ -451,6 +498,19 @@ def report(args: argparse.Namespace, results: list[tuple[Server, Figures]]) -> N
             f"  {'ratio service/baseline':24}{ratio:9.2f}   goals: ratio >= 0.80 "
             f"{'met' if ratio >= 0.8 else 'MISSED'}, service p99 <= 50 ms "
             f"{'met' if p99 <= 50 else 'MISSED'}"
+        )
+        rounds = zip(baseline.round_rates, service.round_rates, strict=True)
+        print(
+            "  by round (baseline, service, ratio): "
+            + "; ".join(f"{b:,.0f}, {s:,.0f}, {s / b:.2f}" for b, s in rounds if b)
+        )
+        # Little's law: with every connection always waiting, the mean latency is
+        # connections / throughput, whatever the server does.
+        print(
+            f"  at {args.connections} connections, {baseline.rate:,.0f} orders/s means a mean "
+            f"latency of {args.connections / baseline.rate * 1000:.0f} ms for the baseline"
+            if baseline.rate
+            else ""
         )
     print(f"CPU while measured, % of one core ({CORES} cores: {100 * CORES}%)")
     columns = f"{'server':>8}{'ms/order':>10}{'client':>8}{'postgres':>10}{'other':>7}{'idle':>6}"
@@ -478,7 +538,12 @@ def report(args: argparse.Namespace, results: list[tuple[Server, Figures]]) -> N
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seconds", type=float, default=10.0, help="measured, per server")
+    parser.add_argument(
+        "--seconds", type=float, default=5.0, help="measured per server in each round"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="the servers are measured in turns, this often"
+    )
     parser.add_argument("--warmup", type=float, default=3.0, help="not measured, per server")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--pool", type=int, default=32, help="database connections per server")
@@ -500,7 +565,6 @@ def main() -> None:
     args.products = max(3, args.products)
     products = catalogue(args.products)
     profile = str(Path(args.profile).resolve()) if args.profile else None
-    results: list[tuple[Server, Figures]] = []
     with (
         tempfile.TemporaryDirectory(prefix="bench-checkout-") as workdir,
         postgres(Path(workdir)) as (service_url, baseline_url, postgres_pid),
@@ -510,6 +574,7 @@ def main() -> None:
             asyncio.run(seed(url, products))
         plan = Plan(
             seconds=args.seconds,
+            rounds=args.rounds,
             warmup=args.warmup,
             connections=args.connections,
             client=args.client,
@@ -518,9 +583,8 @@ def main() -> None:
             postgres_pid=postgres_pid,
             workdir=Path(workdir),
         )
-        for server in servers(service_url, baseline_url, args.pool, profile):
-            if args.only in (None, server.name):
-                results.append((server, measure(server, plan)))
+        chosen = servers(service_url, baseline_url, args.pool, profile)
+        results = measure([s for s in chosen if args.only in (None, s.name)], plan)
     report(args, results)
     if profile:
         print(f"cProfile of order-service's measured seconds: {profile} (python -m pstats)")

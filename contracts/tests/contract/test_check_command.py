@@ -50,7 +50,7 @@ def test_the_committed_contracts_pass(contracts_copy: Path):
 
 
 def test_removing_a_required_field_fails_naming_the_field(contracts_copy: Path):
-    edit(contracts_copy, "orders.py", "    customer_email: EmailStr\n", "")
+    edit(contracts_copy, "orders.py", "    customer_email: EmailAddress\n", "")
 
     result = run_check(contracts_copy)
 

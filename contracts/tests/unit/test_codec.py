@@ -74,6 +74,16 @@ def test_a_wrong_value_is_rejected_naming_the_field(change, field):
     )
 
 
+def test_an_address_is_checked_every_time_and_normalised_like_email_str():
+    # Addresses are remembered once checked; a bad one must still be refused each time.
+    for _ in range(2):
+        with pytest.raises(InvalidMessage, match=r"payload\.customer_email: .*@-sign"):
+            decode(as_bytes(order_created_body(customer_email="ayu.example.com")))
+    decoded = decode(as_bytes(order_created_body(customer_email="Ayu@Example.COM")))
+
+    assert decoded.payload.customer_email == "Ayu@example.com"
+
+
 def test_a_nested_wrong_value_names_its_full_path():
     body = order_created_body()
     body["payload"]["lines"][1]["quantity"] = 0

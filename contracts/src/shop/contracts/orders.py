@@ -5,11 +5,12 @@ from __future__ import annotations
 import uuid
 from typing import Annotated
 
-from pydantic import AwareDatetime, EmailStr, Field, StringConstraints
+from pydantic import AwareDatetime, Field, StringConstraints
 
 from shop.contracts.base import (
     ContractModel,
     CurrencyCode,
+    EmailAddress,
     Event,
     MinorUnits,
     NonEmptyText,
@@ -39,7 +40,7 @@ class OrderFacts(Event):
     order_id: uuid.UUID
     order_number: OrderNumber
     customer_id: CustomerId
-    customer_email: EmailStr
+    customer_email: EmailAddress
     lines: Annotated[list[OrderLine], Field(min_length=1)]
     total: MinorUnits
     currency: CurrencyCode

@@ -9,10 +9,11 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
+import asyncpg
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from shop.contracts import Envelope, OrderCreated, OrderPaid, PaymentReceived, decode, encode, wrap
 from shop.devstack.kafka import KafkaCluster
@@ -21,9 +22,10 @@ from shop.messaging.message import OutgoingMessage
 from shop.messaging.outbox import message_headers
 from shop.messaging.schema import outbox
 from shop.messaging.testing import eventually, running
-from shop.order import checkout
+from shop.order import cancellation, checkout
 from shop.order.adapters.tables import orders, payment_conflicts
 from shop.order.bootstrap import build_worker
+from shop.order.database import driver_connection
 from shop.order.settings import OrderSettings
 
 CUSTOMER = checkout.Customer(id="cust_ayu", email="ayu@example.com")
@@ -72,39 +74,50 @@ async def read(consumer: AIOKafkaConsumer, seconds: float) -> list[Envelope[Orde
     return received  # type: ignore[return-value]
 
 
-async def place_order(session: AsyncSession, key: str = "k1") -> uuid.UUID:
+@contextlib.asynccontextmanager
+async def checkout_transaction(engine: AsyncEngine) -> AsyncIterator[asyncpg.Connection]:
+    """A connection inside the transaction a checkout runs in."""
+    async with driver_connection(engine) as connection, connection.transaction():
+        yield connection
+
+
+async def place_order(connection: asyncpg.Connection, key: str = "k1") -> uuid.UUID:
     answer = await checkout.place_order(
-        session, CUSTOMER, [("SERUM-NIA-30", 1)], idempotency_key=key, request_hash="h"
+        connection, CUSTOMER, [("SERUM-NIA-30", 1)], idempotency_key=key, request_hash="h"
     )
     return answer.order_id
 
 
 async def test_order_created_reaches_the_bus_only_after_the_commit(
-    kafka_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession]
+    kafka_settings: OrderSettings,
+    engine: AsyncEngine,
+    sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     worker = build_worker(kafka_settings, health_port=0)
     async with running(worker), topic_reader(kafka_settings, OrderCreated) as reader:
-        async with sessions() as session, session.begin():
-            order_id = await place_order(session)
+        async with checkout_transaction(engine) as connection:
+            order_id = await place_order(connection)
             assert await read(reader, 1.5) == []  # the relay runs, but sees nothing yet
         arrived = await read(reader, 10)
     assert [e.payload.order_id for e in arrived] == [order_id]
 
 
 async def test_a_checkout_whose_transaction_fails_publishes_nothing(
-    kafka_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession]
+    kafka_settings: OrderSettings,
+    engine: AsyncEngine,
+    sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     async def failing_checkout() -> None:
-        async with sessions() as session, session.begin():
-            await place_order(session, key="doomed")
+        async with checkout_transaction(engine) as connection:
+            await place_order(connection, key="doomed")
             raise RuntimeError("payment provider unreachable while reserving")
 
     worker = build_worker(kafka_settings, health_port=0)
     async with running(worker), topic_reader(kafka_settings, OrderCreated) as reader:
         with pytest.raises(RuntimeError):
             await failing_checkout()
-        async with sessions() as session, session.begin():
-            good = await place_order(session, key="fine")
+        async with checkout_transaction(engine) as connection:
+            good = await place_order(connection, key="fine")
         arrived = await read(reader, 5)
     assert [e.payload.order_id for e in arrived] == [good]
 
@@ -149,10 +162,12 @@ async def outbox_types(sessions: async_sessionmaker[AsyncSession]) -> list[str]:
 
 
 async def test_payment_received_twice_moves_the_order_to_paid_exactly_once(
-    kafka_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession]
+    kafka_settings: OrderSettings,
+    engine: AsyncEngine,
+    sessions: async_sessionmaker[AsyncSession],
 ) -> None:
-    async with sessions() as session, session.begin():
-        order_id = await place_order(session)
+    async with checkout_transaction(engine) as connection:
+        order_id = await place_order(connection)
     worker = build_worker(kafka_settings, health_port=0)
     async with running(worker), topic_reader(kafka_settings, OrderPaid) as reader:
         await deliver(kafka_settings, payment_for(order_id, 89000), times=2)
@@ -169,12 +184,14 @@ async def test_payment_received_twice_moves_the_order_to_paid_exactly_once(
 
 
 async def test_payment_for_a_cancelled_order_is_recorded_as_a_refund_due_not_applied(
-    kafka_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession]
+    kafka_settings: OrderSettings,
+    engine: AsyncEngine,
+    sessions: async_sessionmaker[AsyncSession],
 ) -> None:
+    async with checkout_transaction(engine) as connection:
+        order_id = await place_order(connection)
     async with sessions() as session, session.begin():
-        order_id = await place_order(session)
-    async with sessions() as session, session.begin():
-        await checkout.cancel_order(session, CUSTOMER, order_id)
+        await cancellation.cancel_order(session, CUSTOMER, order_id)
     worker = build_worker(kafka_settings, health_port=0)
     async with running(worker):
         await deliver(kafka_settings, payment_for(order_id, 89000), times=1)

@@ -7,7 +7,7 @@ from shop.messaging.context import MessageContext
 from shop.messaging.deadletters import DeadLetterFilter, DeadLetters, StoredDeadLetter
 from shop.messaging.errors import NoSubscriber, PermanentError, PublishError, TransientError
 from shop.messaging.naming import Naming
-from shop.messaging.outbox import add
+from shop.messaging.outbox import add, add_on_connection
 from shop.messaging.relay import Relay, RelaySettings
 from shop.messaging.retry import RetryPolicy
 from shop.messaging.settings import KafkaSettings, MessagingSettings, SqsSettings
@@ -35,5 +35,6 @@ __all__ = [
     "TransientError",
     "Worker",
     "add",
+    "add_on_connection",
     "create_transport",
 ]

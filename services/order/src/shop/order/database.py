@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import asyncpg
 from alembic import command
 from alembic.config import Config
 from sqlalchemy.ext.asyncio import (
@@ -30,6 +33,15 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+@asynccontextmanager
+async def driver_connection(engine: AsyncEngine) -> AsyncIterator[asyncpg.Connection]:
+    """The asyncpg connection underneath one of ``engine``'s pooled connections, for a hot
+    path in plain SQL; it goes back to the same pool (one pool, one connection budget)."""
+    async with engine.connect() as connection:
+        pooled = await connection.get_raw_connection()
+        yield pooled.driver_connection
 
 
 def alembic_config(url: str) -> Config:

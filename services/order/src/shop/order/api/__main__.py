@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import uvicorn
 
 from shop.order.bootstrap import build_app
@@ -10,8 +12,13 @@ from shop.order.settings import OrderSettings
 
 def main() -> None:
     settings = OrderSettings()
+    app = build_app(settings)
+    # Everything loaded so far lives as long as the process: out of the collector's sight,
+    # a full collection no longer walks it, which took tens of milliseconds off the
+    # slowest requests (make bench-checkout).
+    gc.freeze()
     uvicorn.run(
-        build_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         log_level="warning",

@@ -37,6 +37,7 @@ def create_app(
     )
     registry = CollectorRegistry()
     app.state.settings = settings
+    app.state.engine = engine
     app.state.sessions = sessions
     app.state.registry = registry
     routers = (products.router, orders.router, health.router)

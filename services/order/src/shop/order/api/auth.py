@@ -9,14 +9,15 @@ from typing import Annotated
 import jwt
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import EmailStr, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
+from shop.contracts.base import EmailAddress
 from shop.order.checkout import Customer
 from shop.order.settings import OrderSettings
 
 ALGORITHM = "HS256"
 _bearer = HTTPBearer(auto_error=False, description="A customer token (HS256 JWT).")
-_email = TypeAdapter(EmailStr)
+_email = TypeAdapter(EmailAddress)  # checked once per address, then remembered
 
 
 def issue_token(

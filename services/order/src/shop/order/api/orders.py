@@ -1,19 +1,21 @@
 """Checkout and the customer's orders. Routes stay thin: validation happens in the
-request models, rules in the domain, the transaction in :mod:`shop.order.checkout`."""
+request models, rules in the domain, transactions in :mod:`shop.order.checkout` and
+:mod:`shop.order.cancellation`."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Annotated, Any
 
+import asyncpg
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request, Response
-from sqlalchemy.exc import IntegrityError
 
-from shop.order import checkout, queries
+from shop.order import cancellation, checkout, queries
 from shop.order.api.auth import CurrentCustomer
 from shop.order.api.dependencies import Session
 from shop.order.api.problems import Problem
 from shop.order.api.schemas import CheckoutRequest
+from shop.order.database import driver_connection
 from shop.order.views import OrderPage, OrderView
 
 router = APIRouter(prefix="/v1/orders", tags=["orders"])
@@ -78,28 +80,30 @@ JsonBody = Annotated[None, Depends(_require_json)]
     },
 )
 async def place_order(
+    request: Request,
     body: CheckoutRequest,
     *,
     customer: CurrentCustomer,
     _json: JsonBody,
     idempotency_key: IdempotencyKey,
-    session: Session,
 ) -> OrderView:
     lines = [(line.sku, line.quantity) for line in body.items]
-    for attempt in range(1, NUMBER_ATTEMPTS + 1):
-        try:
-            async with session.begin():
-                result = await checkout.place_order(
-                    session,
-                    customer,
-                    lines,
-                    idempotency_key=idempotency_key,
-                    request_hash=body.fingerprint(),
-                )
-            break
-        except IntegrityError as error:
-            if "uq_orders_number" not in str(error.orig) or attempt == NUMBER_ATTEMPTS:
-                raise
+    async with driver_connection(request.app.state.engine) as connection:
+        for attempt in range(1, NUMBER_ATTEMPTS + 1):
+            try:
+                async with connection.transaction():
+                    result = await checkout.place_order(
+                        connection,
+                        customer,
+                        lines,
+                        idempotency_key=idempotency_key,
+                        request_hash=body.fingerprint(),
+                    )
+                break
+            except asyncpg.UniqueViolationError as error:
+                taken = error.constraint_name == checkout.ORDER_NUMBER_CONSTRAINT
+                if not taken or attempt == NUMBER_ATTEMPTS:
+                    raise
     headers = {"Location": _location(result.order_id)}
     if result.replayed:
         headers["Idempotent-Replayed"] = "true"
@@ -145,4 +149,4 @@ async def cancel_order(
     order_id: uuid.UUID, customer: CurrentCustomer, session: Session
 ) -> OrderView:
     async with session.begin():
-        return await checkout.cancel_order(session, customer, order_id)
+        return await cancellation.cancel_order(session, customer, order_id)
