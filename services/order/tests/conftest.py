@@ -11,11 +11,12 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
+from shop.database import create_engine, session_factory
 from shop.messaging import MessagingSettings
 from shop.order.api.app import create_app
 from shop.order.api.auth import issue_token
 from shop.order.catalogue import seed_catalogue
-from shop.order.database import create_engine, migrate_async, session_factory
+from shop.order.database import migrate_async
 from shop.order.settings import OrderSettings
 
 TokenFor = Callable[..., str]

@@ -26,10 +26,11 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from shop.database import session_factory, sqlalchemy_url
 from shop.order.api.app import create_app
 from shop.order.api.auth import issue_token
 from shop.order.catalogue import seed_catalogue
-from shop.order.database import migrate, session_factory, sqlalchemy_url
+from shop.order.database import migrate
 from shop.order.settings import OrderSettings
 
 CHECKS = [

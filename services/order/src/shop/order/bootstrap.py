@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 
+from shop.database import create_engine, session_factory, sqlalchemy_url
 from shop.messaging import Naming, Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.order.api.app import create_app
-from shop.order.database import create_engine, session_factory, sqlalchemy_url
 from shop.order.handlers import router
 from shop.order.settings import OrderSettings
 

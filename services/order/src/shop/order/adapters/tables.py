@@ -22,17 +22,10 @@ from sqlalchemy import (
     func,
 )
 
+from shop.database import NAMING_CONVENTION
 from shop.messaging.schema import metadata as messaging_metadata
 
-metadata = MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "ck": "ck_%(table_name)s_%(constraint_name)s",
-        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-        "pk": "pk_%(table_name)s",
-    }
-)
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 products = Table(
     "products",
