@@ -1,5 +1,6 @@
 """What ``make run`` starts, driven as a person would: the shop comes up on embedded
-infrastructure, takes an order over HTTP, relays its event, and stops without orphans."""
+infrastructure, takes an order over HTTP, relays its event, e-mails the confirmation, and
+stops without orphans."""
 
 from __future__ import annotations
 
@@ -42,7 +43,12 @@ def wait_for_ready(process: subprocess.Popen[str]) -> str:
     pytest.fail("make run's stack exited before it was ready:\n" + "".join(seen))
 
 
-def test_the_shop_takes_an_order_and_relays_its_event(tmp_path: Path) -> None:
+def emails_with(mail_dir: Path, line: str) -> list[Path]:
+    """The .eml files the SMTP sink wrote that hold ``line``."""
+    return [path for path in mail_dir.glob("*.eml") if line in path.read_text(errors="replace")]
+
+
+def test_the_shop_takes_an_order_and_emails_its_confirmation(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "shop.devstack", "up", "--workdir", str(tmp_path),
          "--procfile", str(ROOT / "devstack.toml")],
@@ -60,6 +66,7 @@ def test_the_shop_takes_an_order_and_relays_its_event(tmp_path: Path) -> None:
         worker = re.search(r"order-worker\s+│\s+(http://[\d.:]+)/readyz", banner)
         assert api, banner
         assert worker, banner
+        assert re.search(r"notification-worker\s+│\s+http://[\d.:]+/readyz", banner), banner
         token = subprocess.run(
             [sys.executable, "-m", "shop.order", "token"],
             capture_output=True, text=True, check=True, cwd=ROOT,
@@ -88,6 +95,12 @@ def test_the_shop_takes_an_order_and_relays_its_event(tmp_path: Path) -> None:
             found = re.search(r"^messaging_relay_published_total (\S+)$", metrics, re.M)
             published = float(found[1]) if found else 0.0
         assert published >= 1, "the worker's relay never published the OrderCreated"
+
+        subject = f"Subject: Order {json.loads(order)['number']} confirmed"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not emails_with(tmp_path / "mail", subject):
+            time.sleep(0.5)
+        assert emails_with(tmp_path / "mail", subject), "no confirmation e-mail in the mail folder"
     finally:
         process.send_signal(signal.SIGINT)
         code = process.wait(timeout=60)

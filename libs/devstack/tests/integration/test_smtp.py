@@ -1,6 +1,7 @@
 from email.message import EmailMessage
 
 import aiosmtplib
+import pytest
 
 from shop.devstack import SmtpSink
 
@@ -31,4 +32,22 @@ async def test_an_email_sent_with_aiosmtplib_is_read_back(smtp_sink: SmtpSink):
 
 
 def test_the_sink_is_emptied_between_tests(smtp_sink: SmtpSink):
+    assert smtp_sink.messages == []
+
+
+async def test_a_bounce_mailbox_is_refused_as_unknown_and_nothing_is_kept(smtp_sink: SmtpSink):
+    message = EmailMessage()
+    message["From"] = "orders@shop.example"
+    message["To"] = "bounce+ayu@example.com"
+    message["Subject"] = "never delivered"
+    message.set_content("-")
+
+    with pytest.raises(aiosmtplib.SMTPRecipientsRefused) as refused:
+        await aiosmtplib.send(
+            message, hostname=smtp_sink.address.host, port=smtp_sink.address.port, timeout=10
+        )
+
+    [recipient] = refused.value.recipients
+    assert recipient.code == 550
+    assert "mailbox unavailable" in recipient.message
     assert smtp_sink.messages == []

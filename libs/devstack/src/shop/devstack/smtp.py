@@ -1,5 +1,9 @@
 """An SMTP sink (aiosmtpd) that keeps every message it receives so tests can read it back,
-and, when given a folder, writes each one there as an ``.eml`` file a person can open."""
+and, when given a folder, writes each one there as an ``.eml`` file a person can open.
+
+Like a real provider it refuses unknown mailboxes: a recipient whose local part is
+``bounce`` (or ``bounce+anything``) gets ``550 5.1.1``, so a permanent refusal can be shown
+in tests and demos."""
 
 from __future__ import annotations
 
@@ -56,13 +60,30 @@ class ReceivedMail:
         return found
 
 
+BOUNCE_REPLY = "550 5.1.1 <{address}>: mailbox unavailable"
+
+
+def is_bounce_address(address: str) -> bool:
+    """A recipient the sink refuses as unknown: ``bounce@…`` or ``bounce+tag@…``."""
+    local = address.rpartition("@")[0].lower()
+    return local == "bounce" or local.startswith("bounce+")
+
+
 class _Mailbox:
-    """aiosmtpd handler: accepts everything, stores it."""
+    """aiosmtpd handler: accepts every message for a known mailbox, stores it."""
 
     def __init__(self, mail_dir: Path | None) -> None:
         self.mail_dir = mail_dir
         self.received: list[ReceivedMail] = []
         self.arrived = threading.Condition()
+
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: list[str]
+    ) -> str:
+        if is_bounce_address(address):
+            return BOUNCE_REPLY.format(address=address)
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         raw = bytes(envelope.original_content or envelope.content)

@@ -1,0 +1,3 @@
+from shop.notification.cli import app
+
+app()

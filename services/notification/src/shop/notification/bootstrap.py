@@ -1,0 +1,54 @@
+"""The one place that wires concrete adapters: database, e-mail provider, transport, worker."""
+
+from __future__ import annotations
+
+from shop.database import create_engine, session_factory
+from shop.messaging import Worker, create_transport
+from shop.messaging.logging import configure_logging
+from shop.notification.adapters.faults import FaultyEmailSender
+from shop.notification.adapters.smtp import SmtpEmailSender
+from shop.notification.email import EmailSender
+from shop.notification.handlers import build_router
+from shop.notification.notifications import Notifier, message_id_domain
+from shop.notification.rendering import ShopIdentity
+from shop.notification.settings import NotificationSettings
+
+
+def build_sender(settings: NotificationSettings) -> EmailSender:
+    sender: EmailSender = SmtpEmailSender(settings.smtp)
+    if settings.faults.enabled:
+        sender = FaultyEmailSender(sender, settings.faults)
+    return sender
+
+
+def build_worker(
+    settings: NotificationSettings,
+    *,
+    sender: EmailSender | None = None,
+    health_port: int | None = None,
+) -> Worker:
+    """Consumes the order events and sends their e-mails (``sender`` replaces the
+    configured provider, for tests that need to watch the sends)."""
+    configure_logging(json=settings.log_json)
+    engine = create_engine(settings.database_url)
+    shop = ShopIdentity(
+        name=settings.shop.name,
+        address=settings.shop.address,
+        support_email=settings.shop.support_email,
+        website=settings.shop.website,
+    )
+    notifier = Notifier(
+        session_factory(engine),
+        sender or build_sender(settings),
+        shop,
+        message_id_domain=message_id_domain(settings.smtp.sender),
+    )
+    router = build_router(
+        notifier, max_attempts=settings.max_attempts, max_in_flight=settings.max_in_flight
+    )
+    return Worker(
+        settings.messaging,
+        create_transport(settings.messaging),
+        routers=[router],
+        health_port=settings.worker_health_port if health_port is None else health_port,
+    )

@@ -1,0 +1,37 @@
+"""What notification-service does when order events arrive: one e-mail each.
+
+Not transactional: the effect (an e-mail) is outside the database, so the inbox cannot
+make it happen once; :class:`Notifier` keeps its own record, written after the send.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from shop.contracts import ConsumerGroup, OrderCancelled, OrderCreated, OrderPaid
+from shop.messaging import MessageContext, Router
+from shop.notification.notifications import Notifier
+
+
+def build_router(notifier: Notifier, *, max_attempts: int, max_in_flight: int) -> Router:
+    router = Router(ConsumerGroup.NOTIFICATION)
+    subscriber = partial(
+        router.subscriber,
+        transactional=False,
+        max_attempts=max_attempts,
+        max_in_flight=max_in_flight,
+    )
+
+    @subscriber(OrderCreated)
+    async def send_order_confirmation(event: OrderCreated, ctx: MessageContext) -> None:
+        await notifier.confirm_order(event, ctx)
+
+    @subscriber(OrderPaid)
+    async def send_payment_receipt(event: OrderPaid, ctx: MessageContext) -> None:
+        await notifier.send_receipt(event, ctx)
+
+    @subscriber(OrderCancelled)
+    async def send_cancellation(event: OrderCancelled, ctx: MessageContext) -> None:
+        await notifier.confirm_cancellation(event, ctx)
+
+    return router

@@ -1,0 +1,154 @@
+"""Sending each order e-mail once in effect: mark-after-send.
+
+The e-mail goes out first; only once the provider has accepted it is it recorded in
+``order_notifications``, whose key (order, kind) admits one row. A redelivered event finds
+the row and sends nothing; a failed send leaves no row, so the retry really sends. The one
+gap: a crash between the provider's acceptance and the row means one duplicate e-mail,
+which its stable Message-ID makes recognisable. Never a lost one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from email.utils import parseaddr
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from shop.contracts import OrderCancelled, OrderCreated, OrderPaid
+from shop.contracts.orders import OrderFacts
+from shop.messaging import MessageContext, PermanentError, TransientError
+from shop.notification.adapters.invoice import render_invoice
+from shop.notification.adapters.tables import order_notifications
+from shop.notification.domain.kinds import NotificationKind
+from shop.notification.email import Attachment, Email, EmailRejected, EmailSender, EmailUnavailable
+from shop.notification.rendering import EmailRenderer, RenderedEmail, ShopIdentity
+
+
+class Notifier:
+    """The order e-mails: confirmation, receipt with the invoice, cancellation."""
+
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        sender: EmailSender,
+        shop: ShopIdentity,
+        *,
+        message_id_domain: str,
+    ) -> None:
+        self.sessions = sessions
+        self.sender = sender
+        self.shop = shop
+        self.renderer = EmailRenderer(shop)
+        self.message_id_domain = message_id_domain
+
+    async def confirm_order(self, event: OrderCreated, ctx: MessageContext) -> None:
+        await self._send_once(
+            NotificationKind.ORDER_CONFIRMATION,
+            event,
+            ctx,
+            lambda: self._email(
+                NotificationKind.ORDER_CONFIRMATION, event, self.renderer.order_confirmation(event)
+            ),
+        )
+
+    async def send_receipt(self, event: OrderPaid, ctx: MessageContext) -> None:
+        def compose() -> Email:
+            invoice = Attachment(
+                filename=f"invoice-{event.order_number}.pdf",
+                content_type="application/pdf",
+                data=render_invoice(event, self.shop),
+            )
+            rendered = self.renderer.payment_receipt(event)
+            return self._email(NotificationKind.PAYMENT_RECEIPT, event, rendered, (invoice,))
+
+        await self._send_once(NotificationKind.PAYMENT_RECEIPT, event, ctx, compose)
+
+    async def confirm_cancellation(self, event: OrderCancelled, ctx: MessageContext) -> None:
+        await self._send_once(
+            NotificationKind.ORDER_CANCELLATION,
+            event,
+            ctx,
+            lambda: self._email(
+                NotificationKind.ORDER_CANCELLATION, event, self.renderer.order_cancellation(event)
+            ),
+        )
+
+    async def _send_once(
+        self,
+        kind: NotificationKind,
+        event: OrderFacts,
+        ctx: MessageContext,
+        compose: Callable[[], Email],
+    ) -> None:
+        log = ctx.log.bind(order_id=str(event.order_id), kind=kind.value)
+        if await self._already_sent(event, kind):
+            log.info("e-mail already sent; nothing to do")
+            return
+        email = compose()
+        log.info("sending e-mail", to=email.to, attempt=ctx.attempt)
+        try:
+            await self.sender.send(email)
+        except EmailRejected as error:
+            raise PermanentError(str(error)) from error
+        except EmailUnavailable as error:
+            raise TransientError(str(error)) from error
+        if await self._record(event, kind, email, ctx):
+            log.info("e-mail sent", to=email.to, message_id=email.message_id)
+        else:
+            # Two deliveries of one event were sending at once (a redelivery racing a slow
+            # first attempt): the customer got the e-mail twice, with one Message-ID.
+            log.warning("e-mail sent twice", to=email.to, message_id=email.message_id)
+
+    def _email(
+        self,
+        kind: NotificationKind,
+        event: OrderFacts,
+        rendered: RenderedEmail,
+        attachments: tuple[Attachment, ...] = (),
+    ) -> Email:
+        return Email(
+            to=event.customer_email,
+            subject=rendered.subject,
+            text=rendered.text,
+            html=rendered.html,
+            message_id=f"<{kind.value}.{event.order_id}@{self.message_id_domain}>",
+            attachments=attachments,
+        )
+
+    async def _already_sent(self, event: OrderFacts, kind: NotificationKind) -> bool:
+        query = select(order_notifications.c.order_id).where(
+            order_notifications.c.order_id == event.order_id,
+            order_notifications.c.kind == kind.value,
+        )
+        async with self.sessions() as session:
+            return (await session.execute(query)).first() is not None
+
+    async def _record(
+        self, event: OrderFacts, kind: NotificationKind, email: Email, ctx: MessageContext
+    ) -> bool:
+        """Mark as sent; False when a row was there already."""
+        statement = (
+            insert(order_notifications)
+            .values(
+                order_id=event.order_id,
+                kind=kind.value,
+                recipient=email.to,
+                message_id=email.message_id,
+                event_id=ctx.envelope.event_id,
+            )
+            .on_conflict_do_nothing()
+            .returning(order_notifications.c.order_id)
+        )
+        async with self.sessions() as session, session.begin():
+            return (await session.execute(statement)).first() is not None
+
+
+def message_id_domain(sender: str) -> str:
+    """The domain of the From address: Message-IDs are unique within their sender's domain."""
+    _, address = parseaddr(sender)
+    domain = address.rpartition("@")[2]
+    if not domain:
+        raise ValueError(f"the sender {sender!r} has no domain to name Message-IDs with")
+    return domain

@@ -1,0 +1,84 @@
+"""The words of the shop's e-mails: each order event becomes a subject, a plain-text part and
+an HTML part, from the Jinja2 templates in ``templates/``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from jinja2 import (
+    BaseLoader,
+    Environment,
+    PackageLoader,
+    StrictUndefined,
+    select_autoescape,
+)
+
+from shop.contracts import OrderCancelled, OrderCreated, OrderPaid
+from shop.contracts.orders import OrderFacts
+from shop.notification.domain.money import require_rupiah, rupiah, wib
+
+
+@dataclass(frozen=True, slots=True)
+class ShopIdentity:
+    """Who the e-mails and invoices come from, as a customer reads it."""
+
+    name: str
+    address: str
+    """One line, e.g. ``Jl. Kemang Raya 12, Jakarta Selatan 12730``."""
+    support_email: str
+    website: str
+    """A full URL, e.g. ``https://glowlab.example``: the HTML part links to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedEmail:
+    """What an e-mail says; who it goes to and how it is sent are decided elsewhere."""
+
+    subject: str
+    text: str
+    html: str
+
+
+def template_environment(loader: BaseLoader | None = None) -> Environment:
+    """The Jinja2 environment the e-mails are rendered with; ``loader`` defaults to the
+    package's own templates."""
+    environment = Environment(
+        loader=loader or PackageLoader("shop.notification", "templates"),
+        # The templates are named ``*.html.j2``: Jinja2 checks the full suffix, so plain
+        # "html" alone would leave the HTML parts unescaped.
+        autoescape=select_autoescape(["html.j2", "html"]),
+        # A misspelt variable must fail the render, not send a customer an empty gap.
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters["rupiah"] = rupiah
+    environment.filters["wib"] = wib
+    return environment
+
+
+class EmailRenderer:
+    """Renders the confirmation, receipt and cancellation e-mail of an order."""
+
+    def __init__(self, shop: ShopIdentity, environment: Environment | None = None) -> None:
+        self._shop = shop
+        self._environment = environment or template_environment()
+
+    def order_confirmation(self, event: OrderCreated) -> RenderedEmail:
+        return self._render("order_confirmation", f"Order {event.order_number} confirmed", event)
+
+    def payment_receipt(self, event: OrderPaid) -> RenderedEmail:
+        return self._render("payment_receipt", f"Receipt for order {event.order_number}", event)
+
+    def order_cancellation(self, event: OrderCancelled) -> RenderedEmail:
+        return self._render("order_cancellation", f"Order {event.order_number} cancelled", event)
+
+    def _render(self, kind: str, subject: str, event: OrderFacts) -> RenderedEmail:
+        # The templates print every amount as Rupiah; another currency would be misstated.
+        require_rupiah(event.currency)
+        context: dict[str, Any] = {"subject": subject, "event": event, "shop": self._shop}
+        text = self._environment.get_template(f"{kind}.txt.j2").render(context)
+        html = self._environment.get_template(f"{kind}.html.j2").render(context)
+        return RenderedEmail(subject=subject, text=text, html=html)

@@ -1,0 +1,80 @@
+"""notification-service configuration, from ``SHOP_NOTIFICATION_*`` variables (nested with
+``__``, e.g. ``SHOP_NOTIFICATION_SMTP__HOST=smtp.example.com``)."""
+
+from __future__ import annotations
+
+from typing import Literal, Self
+
+from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shop.messaging import MessagingSettings
+
+
+class SmtpSettings(BaseModel):
+    """The provider's SMTP relay (in development, the devstack's SMTP sink)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=1025, ge=1, le=65535)
+    security: Literal["none", "starttls", "tls"] = "none"
+    """``tls``: TLS from the first byte (port 465); ``starttls``: upgrade after connecting
+    (port 587); ``none``: plain, for a local sink only."""
+    username: str | None = None
+    password: SecretStr | None = None
+    timeout: float = Field(default=15.0, gt=0)
+    """Per SMTP command: a provider slower than this counts as unavailable (retried)."""
+    sender: str = "Skincare Shop <orders@skincare-shop.example>"
+    """The From header; its domain also names the Message-IDs."""
+
+
+class FaultSettings(BaseModel):
+    """A slow and unreliable provider on purpose, for demos and tests of the retries."""
+
+    enabled: bool = False
+    min_latency: float = Field(default=0.3, ge=0)
+    max_latency: float = Field(default=3.0, ge=0)
+    failure_rate: float = Field(default=0.0, ge=0, le=1)
+    """Share of sends that fail as a provider outage would (before anything is sent)."""
+    seed: int | None = None
+    """Makes the latencies and failures repeatable."""
+
+    @model_validator(mode="after")
+    def latency_range(self) -> Self:
+        if self.max_latency < self.min_latency:
+            raise ValueError("max_latency must be at least min_latency")
+        return self
+
+
+class ShopSettings(BaseModel):
+    """Who the e-mails and invoices come from."""
+
+    name: str = "Skincare Shop"
+    address: str = "Jl. Kemang Raya 12, Jakarta Selatan 12730, Indonesia"
+    support_email: str = "help@skincare-shop.example"
+    website: str = "https://skincare-shop.example"
+
+
+class NotificationSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SHOP_NOTIFICATION_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    environment: Literal["development", "test", "production"] = "development"
+    database_url: str = "postgresql://postgres@127.0.0.1:5432/notification"
+    smtp: SmtpSettings = Field(default_factory=SmtpSettings)
+    faults: FaultSettings = Field(default_factory=FaultSettings)
+    shop: ShopSettings = Field(default_factory=ShopSettings)
+    max_attempts: int = Field(default=8, ge=1)
+    """Sends of one e-mail before it is dead-lettered: with backoff from 2 s doubling to
+    5 min, eight attempts ride out a provider outage of about eight minutes."""
+    max_in_flight: int = Field(default=32, ge=1)
+    """E-mails being sent at once: sending is mostly waiting on the provider."""
+    worker_health_port: int = 9103
+    log_json: bool = True
+    messaging: MessagingSettings = Field(default_factory=MessagingSettings)
+
+    @model_validator(mode="after")
+    def no_faults_in_production(self) -> Self:
+        if self.environment == "production" and self.faults.enabled:
+            raise ValueError("fault injection (SHOP_NOTIFICATION_FAULTS__ENABLED) is for demos")
+        return self
