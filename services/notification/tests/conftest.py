@@ -117,9 +117,6 @@ def order_event() -> OrderEvent:
     return make
 
 
-RecordedSends = Callable[[], Any]
-
-
 @pytest.fixture
 def recorded(sessions: async_sessionmaker[AsyncSession]) -> Callable[[], Any]:
     """The rows of ``order_notifications``: (order_id, kind) of each e-mail marked sent."""

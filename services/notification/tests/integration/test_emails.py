@@ -131,7 +131,7 @@ async def test_with_the_provider_failing_half_the_time_every_order_gets_one_emai
     assert counted(worker, "messaging_dead_lettered") == 0
 
 
-async def test_a_permanently_refused_address_ends_as_a_dead_letter_with_the_reason(
+async def test_a_refused_address_or_an_unprintable_order_ends_as_a_dead_letter_with_the_reason(
     notification_settings: NotificationSettings,
     bus: Any,
     order_event: Any,
@@ -139,23 +139,29 @@ async def test_a_permanently_refused_address_ends_as_a_dead_letter_with_the_reas
     recorded: Any,
 ) -> None:
     refused = order_event(OrderCreated, customer_email="bounce@example.com")
+    in_dollars = order_event(OrderCreated, currency="USD")
     fine = order_event(OrderCreated)
     worker = build_worker(notification_settings, health_port=0)
     dead_letters = DeadLetters(worker.transport.dead_letter_store, "notification-service")
     async with running(worker):
-        await bus.publish(refused, fine)
+        await bus.publish(refused, in_dollars, fine)
         await smtp_sink.wait_for_async(1, within=60)
 
-        async def dead_lettered() -> bool:
-            return len(await dead_letters.list()) == 1
+        async def both_dead_lettered() -> bool:
+            return len(await dead_letters.list()) == 2
 
-        await eventually(dead_lettered, within=30, what="the refused e-mail's dead letter")
-        [letter] = await dead_letters.list()
+        await eventually(both_dead_lettered, within=30, what="two dead letters")
+        letters = {letter.key: letter for letter in await dead_letters.list()}
 
-    assert letter.error_type == "PermanentError"
-    assert "550" in letter.error_message
-    assert "bounce@example.com" in letter.error_message
-    assert letter.attempts == 1, "a refusal is not retried"
-    assert letter.message_type == "order.created"
+    bounced = letters[refused.key]
+    assert bounced.error_type == "PermanentError"
+    assert "550" in bounced.error_message
+    assert "bounce@example.com" in bounced.error_message
+    assert bounced.attempts == 1, "a refusal is not retried"
+    assert bounced.message_type == "order.created"
+    unprintable = letters[in_dollars.key]
+    assert unprintable.error_type == "PermanentError"
+    assert "USD" in unprintable.error_message
+    assert unprintable.attempts == 1
     assert [mail.rcpt_to for mail in smtp_sink.messages] == [("ayu@example.com",)]
     assert await recorded() == [(fine.payload.order_id, "order_confirmation")]

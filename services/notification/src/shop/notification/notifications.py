@@ -86,7 +86,12 @@ class Notifier:
         if await self._already_sent(event, kind):
             log.info("e-mail already sent; nothing to do")
             return
-        email = compose()
+        try:
+            email = compose()
+        except ValueError as error:
+            # The event says something the e-mail cannot (a currency the templates do not
+            # print, say): rendering it again would fail the same way.
+            raise PermanentError(f"cannot write the {kind.value} e-mail: {error}") from error
         log.info("sending e-mail", to=email.to, attempt=ctx.attempt)
         try:
             await self.sender.send(email)
