@@ -4,9 +4,22 @@ way a provider can fail is classified as final (dead letter) or temporary (retry
 from __future__ import annotations
 
 import socket
+import ssl
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from ipaddress import ip_address
+from pathlib import Path
+from typing import Any
 
 import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from pydantic import SecretStr
 
 from shop.devstack import SmtpSink
 from shop.devstack.process import free_port
@@ -66,3 +79,105 @@ def silent_server() -> Iterator[int]:
 async def test_a_provider_that_hangs_is_temporary(silent_server: int) -> None:
     with pytest.raises(EmailUnavailable, match="Timeout"):
         await sender_for(silent_server, timeout=0.5).send(email_to("ayu@example.com"))
+
+
+@dataclass(frozen=True)
+class SecureRelay:
+    port: int
+    ca_file: Path
+    received: list[bytes]
+
+
+@pytest.fixture
+def secure_relay(tmp_path: Path) -> Iterator[SecureRelay]:
+    """An SMTP relay as providers run them: STARTTLS required, then a login (user "shop",
+    password "s3cret"), with a certificate of its own CA."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.now(UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ip_address("127.0.0.1"))]), False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = tmp_path / "relay.pem", tmp_path / "relay.key"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    tls.load_cert_chain(cert_file, key_file)
+    received: list[bytes] = []
+
+    class Keep:
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+            received.append(bytes(envelope.content))
+            return "250 OK"
+
+    def login(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+        ok = isinstance(data, LoginPassword) and (data.login, data.password) == (
+            b"shop",
+            b"s3cret",
+        )
+        # handled=False: aiosmtpd itself answers a refusal with 535.
+        return AuthResult(success=ok, handled=False)
+
+    port = free_port()
+    controller = Controller(
+        Keep(),
+        hostname="127.0.0.1",
+        port=port,
+        tls_context=tls,
+        require_starttls=True,
+        auth_required=True,
+        authenticator=login,
+    )
+    controller.start()
+    try:
+        yield SecureRelay(port, cert_file, received)
+    finally:
+        controller.stop()
+
+
+def secure_sender(relay: SecureRelay, password: str) -> SmtpEmailSender:
+    return SmtpEmailSender(
+        SmtpSettings(
+            host="127.0.0.1",
+            port=relay.port,
+            security="starttls",
+            username="shop",
+            password=SecretStr(password),
+            ca_file=str(relay.ca_file),
+        )
+    )
+
+
+async def test_starttls_and_a_login_reach_a_relay_that_requires_both(
+    secure_relay: SecureRelay,
+) -> None:
+    await secure_sender(secure_relay, "s3cret").send(email_to("ayu@example.com"))
+
+    [raw] = secure_relay.received
+    assert b"Order SK-7KQ4-M2XD confirmed" in raw
+
+
+async def test_a_wrong_password_is_temporary_so_fixing_it_lets_the_emails_through(
+    secure_relay: SecureRelay,
+) -> None:
+    with pytest.raises(EmailUnavailable, match="authentication failed"):
+        await secure_sender(secure_relay, "wrong").send(email_to("ayu@example.com"))
+
+    assert secure_relay.received == []

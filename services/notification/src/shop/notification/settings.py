@@ -21,6 +21,8 @@ class SmtpSettings(BaseModel):
     (port 587); ``none``: plain, for a local sink only."""
     username: str | None = None
     password: SecretStr | None = None
+    ca_file: str | None = None
+    """CA certificates to trust for TLS, beside the system's (a relay with a private CA)."""
     timeout: float = Field(default=15.0, gt=0)
     """Per SMTP command: a provider slower than this counts as unavailable (retried)."""
     sender: str = "Skincare Shop <orders@skincare-shop.example>"

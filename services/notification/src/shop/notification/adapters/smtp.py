@@ -35,6 +35,7 @@ class SmtpEmailSender:
                 password=settings.password.get_secret_value() if settings.password else None,
                 use_tls=settings.security == "tls",
                 start_tls=settings.security == "starttls",
+                cert_bundle=settings.ca_file,
                 timeout=settings.timeout,
             )
         except aiosmtplib.SMTPRecipientsRefused as error:
