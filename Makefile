@@ -12,7 +12,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 PYTEST_ARGS ?=
 
-.PHONY: help install run test lint typecheck contracts pytest format bench bench-relay bench-checkout clean
+.PHONY: help install run test lint typecheck contracts pytest format bench bench-relay bench-checkout bench-notify clean
 
 help:
 	@echo "make run    start the shop on embedded infrastructure (Ctrl-C stops it)"
@@ -50,13 +50,16 @@ pytest: install
 test: lint typecheck contracts pytest
 
 # Benchmarks measure speed (tests never do); each prints its baseline from the same run.
-bench: bench-relay bench-checkout
+bench: bench-relay bench-checkout bench-notify
 
 bench-relay: install
 	$(RUN) python bench/relay/bench_relay.py
 
 bench-checkout: install
 	$(RUN) python bench/checkout/bench_checkout.py
+
+bench-notify: install
+	$(RUN) python bench/notify/bench_notify.py
 
 format: install
 	$(RUN) ruff format .

@@ -283,6 +283,48 @@ async def test_offsets_are_never_committed_past_an_unfinished_message(
     assert [x.attempt for x in handled] == [1] * (1 + len(fast_keys))
 
 
+async def test_a_backlog_is_committed_as_it_is_worked_off_even_with_every_slot_taken(
+    kafka_cluster: KafkaCluster, unique_name: str
+) -> None:
+    naming = Naming(unique_name)
+    topic = naming.topic(OrderCreated)
+    group = group_id(naming, GROUP)
+    keys = [f"order-{n:02d}" for n in range(30)]
+    handled: list[str] = []
+    release = asyncio.Event()
+
+    router = Router(GROUP)
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def remember(event: OrderCreated, context: MessageContext) -> None:
+        if len(handled) >= 10:
+            await release.wait()  # from the eleventh on, both slots stay taken
+        handled.append(context.envelope.key)
+
+    options = ConsumerOptions(max_in_flight=2, drain_timeout=0.2)
+    async with started(kafka_settings(kafka_cluster, partitions=1), naming) as transport:
+        pipeline = Pipeline(router)
+        await transport.declare(pipeline)
+        await transport.publish([order_created(naming, k) for k in keys])
+
+        async with running(transport.consumer(pipeline, options)):
+            await eventually(lambda: len(handled) == 10, "the first ten are done")
+
+            # The rest of the backlog is waiting for a slot; what is done still commits.
+            async def first_ten_committed() -> bool:
+                return await committed_offset(kafka_cluster, group, topic) == 10
+
+            await eventually_async(first_ten_committed, "the first ten committed")
+            release.set()
+            await eventually(lambda: len(handled) == len(keys), "the backlog is done")
+
+            async def all_committed() -> bool:
+                return await committed_offset(kafka_cluster, group, topic) == len(keys)
+
+            await eventually_async(all_committed, "the whole backlog committed")
+    assert handled == keys
+
+
 async def test_stop_returns_while_every_slot_is_taken(
     kafka_cluster: KafkaCluster, unique_name: str
 ) -> None:

@@ -46,9 +46,12 @@ def build_worker(
     router = build_router(
         notifier, max_attempts=settings.max_attempts, max_in_flight=settings.max_in_flight
     )
+    # One knob: the consumer takes in no more than its handlers may send at once, so a
+    # shutdown never has a queue of taken-in messages to drain behind slow sends.
+    messaging = settings.messaging.model_copy(update={"max_in_flight": settings.max_in_flight})
     return Worker(
-        settings.messaging,
-        create_transport(settings.messaging),
+        messaging,
+        create_transport(messaging),
         routers=[router],
         health_port=settings.worker_health_port if health_port is None else health_port,
     )

@@ -70,7 +70,8 @@ class NotificationSettings(BaseSettings):
     """Sends of one e-mail before it is dead-lettered: with backoff from 2 s doubling to
     5 min, eight attempts ride out a provider outage of about eight minutes."""
     max_in_flight: int = Field(default=32, ge=1)
-    """E-mails being sent at once: sending is mostly waiting on the provider."""
+    """E-mails being sent at once (sending is mostly waiting on the provider); also the
+    consumer's limit of messages taken in, whatever ``messaging.max_in_flight`` says."""
     worker_health_port: int = 9103
     log_json: bool = True
     messaging: MessagingSettings = Field(default_factory=MessagingSettings)

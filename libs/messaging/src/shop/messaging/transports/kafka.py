@@ -44,7 +44,7 @@ from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions
 log = structlog.get_logger("shop.messaging")
 
 POLL_TIMEOUT_MS: Final = 250
-"""How long one fetch waits for records, so that commits are not held up by a quiet topic."""
+"""How long one fetch waits for records, so that a stop is noticed on a quiet topic."""
 COMMIT_INTERVAL: Final = 0.5
 """Seconds between commits of the offsets whose outcomes are durable."""
 PRODUCE_BACKOFF: Final = (0.1, 5.0)
@@ -422,16 +422,19 @@ class KafkaConsumer(ConsumerLifecycle):
             topics=[*self.event_topics, *self.delay_topics],
         )
         fetching = asyncio.create_task(self._consume(kafka, dispatcher))
+        committing = asyncio.create_task(self._commit_periodically())
         stopping = asyncio.create_task(self._stopping.wait())
         try:
-            await asyncio.wait({fetching, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                {fetching, committing, stopping}, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             # Cancelled, not left to notice the stop: it may be waiting for a free slot
             # that only the drain below would free. A record it had marked but not yet
             # handed over stays in flight, so no commit passes it.
-            for task in (fetching, stopping):
+            for task in (fetching, committing, stopping):
                 task.cancel()
-            await asyncio.wait({fetching, stopping})
+            await asyncio.wait({fetching, committing, stopping})
             self._running = False
             self._cancel_resumes(set(self._resumes))
             finished = await dispatcher.drain(self.options.drain_timeout)
@@ -443,21 +446,31 @@ class KafkaConsumer(ConsumerLifecycle):
                 )
             await self._commit(set(self._progress))
             log.info("kafka consumer stopped", group=self.group_id)
-        if not fetching.cancelled() and (error := fetching.exception()) is not None:
-            raise error
+        for task in (fetching, committing):
+            if not task.cancelled() and (error := task.exception()) is not None:
+                raise error
         if self._failure is not None:
             raise self._failure
 
     async def _consume(self, kafka: Any, dispatcher: KeyedDispatcher) -> None:
-        last_commit = time.monotonic()
         while True:
-            batch: dict[Any, list[Any]] = await kafka.getmany(timeout_ms=POLL_TIMEOUT_MS)
+            # No more records at a time than can be handled at once: handing over a batch
+            # waits for free slots, and the group counts a member that does not fetch
+            # again within max_poll_interval as gone (its partitions then move on while
+            # it still handles them). A backlog is worked off a handful at a time.
+            batch: dict[Any, list[Any]] = await kafka.getmany(
+                timeout_ms=POLL_TIMEOUT_MS, max_records=self.options.max_in_flight
+            )
             for tp, records in batch.items():
                 partition = (str(tp.topic), int(tp.partition))
                 await self._dispatch(partition, [_Record.of(r) for r in records], dispatcher)
-            if time.monotonic() - last_commit >= COMMIT_INTERVAL:
-                await self._commit(set(self._progress))
-                last_commit = time.monotonic()
+
+    async def _commit_periodically(self) -> None:
+        """Commits on a clock of their own, not between fetches: a fetch can wait for
+        free slots as long as the slowest handler takes."""
+        while True:
+            await asyncio.sleep(COMMIT_INTERVAL)
+            await self._commit(set(self._progress))
 
     async def _dispatch(
         self, partition: Partition, records: list[_Record], dispatcher: KeyedDispatcher
