@@ -68,6 +68,30 @@ async def test_a_provider_that_is_down_is_temporary() -> None:
 
 
 @pytest.fixture
+def busy_relay() -> Iterator[int]:
+    """Defers every recipient, as a relay under load or greylisting does."""
+
+    class Busy:
+        async def handle_RCPT(
+            self, server: Any, session: Any, envelope: Any, address: str, options: list[str]
+        ) -> str:
+            return "451 4.7.1 try again later"
+
+    port = free_port()
+    controller = Controller(Busy(), hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield port
+    finally:
+        controller.stop()
+
+
+async def test_a_deferred_recipient_is_temporary(busy_relay: int) -> None:
+    with pytest.raises(EmailUnavailable, match=r"451 4\.7\.1"):
+        await sender_for(busy_relay).send(email_to("ayu@example.com"))
+
+
+@pytest.fixture
 def silent_server() -> Iterator[int]:
     """Accepts connections and never says a word, like a provider that hangs."""
     with socket.socket() as listener:
@@ -160,7 +184,7 @@ def secure_sender(relay: SecureRelay, password: str) -> SmtpEmailSender:
             security="starttls",
             username="shop",
             password=SecretStr(password),
-            ca_file=str(relay.ca_file),
+            ca_file=relay.ca_file,
         )
     )
 
@@ -177,7 +201,18 @@ async def test_starttls_and_a_login_reach_a_relay_that_requires_both(
 async def test_a_wrong_password_is_temporary_so_fixing_it_lets_the_emails_through(
     secure_relay: SecureRelay,
 ) -> None:
-    with pytest.raises(EmailUnavailable, match="authentication failed"):
+    with pytest.raises(EmailUnavailable, match="Authentication credentials invalid"):
         await secure_sender(secure_relay, "wrong").send(email_to("ayu@example.com"))
 
     assert secure_relay.received == []
+
+
+async def test_a_relay_refusing_us_before_any_recipient_is_temporary(
+    secure_relay: SecureRelay,
+) -> None:
+    # No STARTTLS configured: the relay answers the sender with 530, a configuration
+    # problem every e-mail would hit, so nothing is dead-lettered for it.
+    plain = SmtpEmailSender(SmtpSettings(host="127.0.0.1", port=secure_relay.port))
+
+    with pytest.raises(EmailUnavailable, match="530"):
+        await plain.send(email_to("ayu@example.com"))

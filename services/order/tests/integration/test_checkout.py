@@ -6,12 +6,15 @@ import asyncio
 import uuid
 
 import httpx
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.contracts import decode
+from shop.database import create_engine, session_factory
 from shop.messaging.schema import outbox
 from shop.order.adapters.tables import orders, products
+from shop.order.api.app import create_app
+from shop.order.settings import OrderSettings
 
 
 def checkout_body(*lines: tuple[str, int]) -> dict[str, object]:
@@ -127,3 +130,33 @@ async def test_a_short_line_refuses_the_whole_order_and_reserves_nothing(
     assert await stock_of(sessions, "SERUM-NIA-30") == before
     assert await count(sessions, orders) == 0
     assert await count(sessions, outbox) == 0
+
+
+async def test_a_lost_database_connection_is_a_503_and_the_next_checkout_gets_a_new_one(
+    order_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession], auth: dict[str, str]
+) -> None:
+    # One pooled connection, so the checkout after the loss meets the same pool slot.
+    engine = create_engine(order_settings.database_url, pool_size=1)
+    app = create_app(order_settings, engine, session_factory(engine))
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://order.test") as client:
+            body = checkout_body(("SERUM-NIA-30", 1))
+            assert (await place(client, auth, body)).status_code == 201
+            async with sessions() as session, session.begin():
+                # What a database restart or failover does to the pool's connection.
+                await session.execute(
+                    text(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                        " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                        " AND application_name = ''"
+                    )
+                )
+            lost = await place(client, auth, body, key="retried-after-loss")
+            assert lost.status_code == 503, lost.text
+            assert lost.headers["content-type"] == "application/problem+json"
+            assert lost.headers["retry-after"] == "1"
+            again = await place(client, auth, body, key="retried-after-loss")
+            assert again.status_code == 201, again.text
+    finally:
+        await engine.dispose()

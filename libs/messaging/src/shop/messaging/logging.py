@@ -11,13 +11,16 @@ from typing import Any
 import structlog
 
 _EMAIL = re.compile(r"(?P<first>[^@\s\"']{1,2})[^@\s\"']*@(?P<domain>[^\s\"']+)")
+_NOT_ADDRESSES = frozenset({"message_id"})
+"""Fields shaped like an address that are not one: an e-mail's Message-ID must stay whole,
+to find a duplicate by it."""
 
 
 def mask_emails(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """Customers' addresses never reach the logs whole: ``budi@example.com`` becomes
     ``bu***@example.com``."""
     for name, value in event.items():
-        if isinstance(value, str) and "@" in value:
+        if isinstance(value, str) and "@" in value and name not in _NOT_ADDRESSES:
             event[name] = _EMAIL.sub(r"\g<first>***@\g<domain>", value)
     return event
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -40,8 +40,12 @@ class Worker:
         observers: Sequence[OutcomeObserver] = (),
         health_host: str = "127.0.0.1",
         health_port: int | None = None,
+        on_close: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
+        """``on_close``: what to close once everything has stopped (the service's database
+        engine, say), in order."""
         self.settings = settings
+        self.on_close = list(on_close)
         self.transport = transport
         self.metrics = metrics or (relay.metrics if relay else Metrics())
         self.pipelines = [
@@ -108,6 +112,8 @@ class Worker:
             if self.health is not None:
                 await self.health.stop()
             await self.transport.close()
+            for close in self.on_close:
+                await close()
         log.info("worker stopped")
 
     async def _until_stopped_or_failed(self, tasks: list[asyncio.Task[None]]) -> None:

@@ -30,13 +30,10 @@ def build_worker(
     """Consumes the order events and sends their e-mails (``sender`` replaces the
     configured provider, for tests that need to watch the sends)."""
     configure_logging(json=settings.log_json)
-    engine = create_engine(settings.database_url)
-    shop = ShopIdentity(
-        name=settings.shop.name,
-        address=settings.shop.address,
-        support_email=settings.shop.support_email,
-        website=settings.shop.website,
-    )
+    # A check and a mark per e-mail, each a moment long: a few connections serve many
+    # sends in flight.
+    engine = create_engine(settings.database_url, pool_size=min(settings.max_in_flight, 10))
+    shop = ShopIdentity(**settings.shop.model_dump())
     notifier = Notifier(
         session_factory(engine),
         sender or build_sender(settings),
@@ -54,4 +51,5 @@ def build_worker(
         create_transport(messaging),
         routers=[router],
         health_port=settings.worker_health_port if health_port is None else health_port,
+        on_close=[engine.dispose],
     )

@@ -151,9 +151,6 @@ class Notifier:
 
 
 def message_id_domain(sender: str) -> str:
-    """The domain of the From address: Message-IDs are unique within their sender's domain."""
-    _, address = parseaddr(sender)
-    domain = address.rpartition("@")[2]
-    if not domain:
-        raise ValueError(f"the sender {sender!r} has no domain to name Message-IDs with")
-    return domain
+    """The domain of the From address: Message-IDs are unique within their sender's domain
+    (``SmtpSettings`` has checked that there is one)."""
+    return parseaddr(sender)[1].rpartition("@")[2]

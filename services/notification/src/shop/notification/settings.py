@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from email.utils import parseaddr
 from typing import Literal, Self
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, Field, FilePath, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings
@@ -21,12 +22,22 @@ class SmtpSettings(BaseModel):
     (port 587); ``none``: plain, for a local sink only."""
     username: str | None = None
     password: SecretStr | None = None
-    ca_file: str | None = None
+    ca_file: FilePath | None = None
     """CA certificates to trust for TLS, beside the system's (a relay with a private CA)."""
     timeout: float = Field(default=15.0, gt=0)
     """Per SMTP command: a provider slower than this counts as unavailable (retried)."""
     sender: str = "Skincare Shop <orders@skincare-shop.example>"
     """The From header; its domain also names the Message-IDs."""
+
+    @model_validator(mode="after")
+    def usable(self) -> Self:
+        # Refused at start-up, not found out one failed e-mail at a time.
+        if (self.username is None) != (self.password is None):
+            raise ValueError("set both username and password for the SMTP login, or neither")
+        local, _, domain = parseaddr(self.sender)[1].rpartition("@")
+        if not local or "." not in domain:
+            raise ValueError(f"sender {self.sender!r} needs an address like name@example.com")
+        return self
 
 
 class FaultSettings(BaseModel):
@@ -67,8 +78,8 @@ class NotificationSettings(BaseSettings):
     faults: FaultSettings = Field(default_factory=FaultSettings)
     shop: ShopSettings = Field(default_factory=ShopSettings)
     max_attempts: int = Field(default=8, ge=1)
-    """Sends of one e-mail before it is dead-lettered: with backoff from 2 s doubling to
-    5 min, eight attempts ride out a provider outage of about eight minutes."""
+    """Sends of one e-mail before it is dead-lettered: with backoff from 2 s doubling
+    (2 + 4 + … + 128 s), eight attempts ride out a provider outage of about four minutes."""
     max_in_flight: int = Field(default=32, ge=1)
     """E-mails being sent at once (sending is mostly waiting on the provider); also the
     consumer's limit of messages taken in, whatever ``messaging.max_in_flight`` says."""

@@ -40,4 +40,5 @@ def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> 
         sessions=session_factory(engine),
         relay=relay,
         health_port=settings.worker_health_port if health_port is None else health_port,
+        on_close=[engine.dispose],
     )

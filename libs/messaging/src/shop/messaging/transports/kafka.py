@@ -44,7 +44,8 @@ from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions
 log = structlog.get_logger("shop.messaging")
 
 POLL_TIMEOUT_MS: Final = 250
-"""How long one fetch waits for records, so that a stop is noticed on a quiet topic."""
+"""How long one fetch waits for records before asking again (a fetch is also the group's
+sign that this member is alive)."""
 COMMIT_INTERVAL: Final = 0.5
 """Seconds between commits of the offsets whose outcomes are durable."""
 PRODUCE_BACKOFF: Final = (0.1, 5.0)

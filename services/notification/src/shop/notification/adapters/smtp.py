@@ -1,9 +1,12 @@
 """Sending through any provider's SMTP relay with aiosmtplib, one connection per e-mail.
 
-SMTP says how final a refusal is: a 5xx reply is permanent (an unknown mailbox, a message
-the provider will never take) and a 4xx reply temporary (busy, greylisting). Timeouts and
-lost connections are temporary too. Authentication failures are a configuration problem:
-retried, so that fixing the password lets the waiting e-mails through.
+SMTP says how final a refusal is: a 5xx reply is permanent and a 4xx reply temporary. But
+only two permanent refusals are about the e-mail itself: the recipient's (an unknown
+mailbox) and the message's (too big, refused content); sending that e-mail again cannot
+help, so it is dead-lettered. A 5xx at any other step (greeting, STARTTLS, login, the
+sender) says the relay or our configuration of it is wrong: every e-mail would fail alike,
+so they are retried, and fixing the configuration lets them through. Timeouts and lost
+connections are temporary too.
 """
 
 from __future__ import annotations
@@ -35,21 +38,20 @@ class SmtpEmailSender:
                 password=settings.password.get_secret_value() if settings.password else None,
                 use_tls=settings.security == "tls",
                 start_tls=settings.security == "starttls",
-                cert_bundle=settings.ca_file,
+                cert_bundle=str(settings.ca_file) if settings.ca_file else None,
                 timeout=settings.timeout,
             )
         except aiosmtplib.SMTPRecipientsRefused as error:
-            raise _classified(error.recipients[0], email) from error
-        except aiosmtplib.SMTPAuthenticationError as error:
-            raise EmailUnavailable(f"SMTP authentication failed: {error}") from error
-        except aiosmtplib.SMTPResponseException as error:
-            raise _classified(error, email) from error
+            raise _about_the_email(error.recipients[0], email) from error
+        except aiosmtplib.SMTPDataError as error:
+            raise _about_the_email(error, email) from error
         except (aiosmtplib.SMTPException, OSError) as error:
-            # Timeouts, refused or dropped connections: the provider may answer later.
+            # The relay or the way to it: timeouts, refused or dropped connections, and
+            # refusals of the greeting, STARTTLS, the login or the sender.
             raise EmailUnavailable(f"{type(error).__name__}: {error}") from error
 
 
-def _classified(error: aiosmtplib.SMTPResponseException, email: Email) -> Exception:
+def _about_the_email(error: aiosmtplib.SMTPResponseException, email: Email) -> Exception:
     reply = f"{error.code} {error.message}".strip()
     if 500 <= error.code < 600:
         return EmailRejected(f"the provider refused the e-mail to {email.to}: {reply}")

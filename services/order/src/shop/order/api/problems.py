@@ -7,14 +7,17 @@ from collections.abc import Callable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
+import structlog
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Route
 
 from shop.order.checkout import IdempotencyConflict
+from shop.order.database import CONNECTION_LOST
 from shop.order.domain.errors import (
     DomainError,
     InsufficientStock,
@@ -23,6 +26,8 @@ from shop.order.domain.errors import (
     UnknownProduct,
 )
 from shop.order.queries import InvalidCursor
+
+log = structlog.get_logger("shop.order.api")
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -103,6 +108,18 @@ def _domain_problem(error: DomainError) -> JSONResponse:
     return problem(422, "Request refused", str(error))
 
 
+def _database_unavailable(error: Exception) -> JSONResponse:
+    # Committed or not, the same request with the same Idempotency-Key is safe to send
+    # again: it makes the order at most once.
+    log.warning("database unavailable", error=repr(error))
+    return problem(
+        503,
+        "Service unavailable",
+        "the database could not be reached; send the same request again shortly",
+        headers={"Retry-After": "1"},
+    )
+
+
 def _invalid_request(error: RequestValidationError) -> JSONResponse:
     """422 names every wrong field; a missing required header is a malformed request (400)
     and is named first."""
@@ -163,6 +180,18 @@ def install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
             "use a new key for a new order",
             idempotency_key=str(error),
         )
+
+    async def connection_lost(_: Request, error: Exception) -> JSONResponse:
+        return _database_unavailable(error)
+
+    for lost in CONNECTION_LOST:
+        app.add_exception_handler(lost, connection_lost)
+
+    @app.exception_handler(DBAPIError)
+    async def database_error(_: Request, error: DBAPIError) -> JSONResponse:
+        if not error.connection_invalidated:
+            raise error  # a statement failed: a defect, answered as the 500 it is
+        return _database_unavailable(error)
 
     @app.exception_handler(InvalidCursor)
     async def invalid_cursor(_: Request, error: InvalidCursor) -> JSONResponse:

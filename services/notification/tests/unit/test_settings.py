@@ -1,0 +1,31 @@
+"""Settings that could only fail one e-mail at a time are refused at start-up."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr, ValidationError
+
+from shop.notification.settings import NotificationSettings, SmtpSettings
+
+
+def test_a_password_without_a_username_is_refused() -> None:
+    with pytest.raises(ValidationError, match="both username and password"):
+        SmtpSettings(password=SecretStr("s3cret"))
+
+
+@pytest.mark.parametrize("sender", ["orders", "Shop <orders@localhost>", "Shop <@example.com>"])
+def test_a_sender_without_a_full_address_is_refused(sender: str) -> None:
+    with pytest.raises(ValidationError, match="needs an address like"):
+        SmtpSettings(sender=sender)
+
+
+def test_a_ca_file_that_is_not_there_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="ca_file"):
+        SmtpSettings(ca_file=tmp_path / "missing.pem")
+
+
+def test_fault_injection_is_refused_in_production() -> None:
+    with pytest.raises(ValidationError, match="fault injection"):
+        NotificationSettings(environment="production", faults={"enabled": True})  # type: ignore[arg-type]
