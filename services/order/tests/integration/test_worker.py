@@ -26,9 +26,10 @@ from shop.order import cancellation, checkout
 from shop.order.adapters.tables import orders, payment_conflicts
 from shop.order.bootstrap import build_worker
 from shop.order.database import driver_connection
+from shop.order.domain.customer import Customer
 from shop.order.settings import OrderSettings
 
-CUSTOMER = checkout.Customer(id="cust_ayu", email="ayu@example.com")
+CUSTOMER = Customer(id="cust_ayu", email="ayu@example.com")
 
 
 @pytest.fixture

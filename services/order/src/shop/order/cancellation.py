@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from shop.contracts import OrderCancelled
 from shop.messaging import add
 from shop.order.adapters.tables import order_items, orders, products
-from shop.order.checkout import Customer
+from shop.order.domain.customer import Customer
 from shop.order.domain.errors import OrderNotFound
 from shop.order.domain.status import OrderStatus, check_transition
 from shop.order.queries import load_order_record

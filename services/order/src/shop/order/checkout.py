@@ -18,17 +18,12 @@ import asyncpg
 
 from shop.contracts import OrderCreated, OrderLine
 from shop.messaging import add_on_connection
+from shop.order.domain.customer import Customer
 from shop.order.domain.errors import InsufficientStock, UnknownProduct
 from shop.order.domain.money import CURRENCY, line_total, order_total
 from shop.order.domain.numbers import new_order_number
 from shop.order.domain.status import OrderStatus
 from shop.order.views import OrderView
-
-
-@dataclass(frozen=True, slots=True)
-class Customer:
-    id: str
-    email: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import TypeAdapter, ValidationError
 
 from shop.contracts.base import EmailAddress
-from shop.order.checkout import Customer
+from shop.order.domain.customer import Customer
 from shop.order.settings import OrderSettings
 
 ALGORITHM = "HS256"
