@@ -6,6 +6,7 @@ from shop.database import create_engine, session_factory
 from shop.messaging import Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.notification.adapters.faults import FaultyEmailSender
+from shop.notification.adapters.sent_log import SqlSentLog
 from shop.notification.adapters.smtp import SmtpEmailSender
 from shop.notification.email import EmailSender
 from shop.notification.handlers import build_router
@@ -35,7 +36,7 @@ def build_worker(
     engine = create_engine(settings.database_url, pool_size=min(settings.max_in_flight, 10))
     shop = ShopIdentity(**settings.shop.model_dump())
     notifier = Notifier(
-        session_factory(engine),
+        SqlSentLog(session_factory(engine)),
         sender or build_sender(settings),
         shop,
         message_id_domain=message_id_domain(settings.smtp.sender),

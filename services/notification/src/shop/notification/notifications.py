@@ -9,21 +9,36 @@ which its stable Message-ID makes recognisable. Never a lost one.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from email.utils import parseaddr
-
-from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from typing import Protocol
 
 from shop.contracts import OrderCancelled, OrderCreated, OrderPaid
 from shop.contracts.orders import OrderFacts
 from shop.messaging import MessageContext, PermanentError, TransientError
 from shop.notification.adapters.invoice import render_invoice
-from shop.notification.adapters.tables import order_notifications
 from shop.notification.domain.kinds import NotificationKind
 from shop.notification.email import Attachment, Email, EmailRejected, EmailSender, EmailUnavailable
 from shop.notification.rendering import EmailRenderer, RenderedEmail, ShopIdentity
+
+
+class SentLog(Protocol):
+    """Which e-mails have been sent: at most one per (order, kind)."""
+
+    async def already_sent(self, order_id: uuid.UUID, kind: NotificationKind) -> bool: ...
+
+    async def mark_sent(
+        self,
+        order_id: uuid.UUID,
+        kind: NotificationKind,
+        *,
+        recipient: str,
+        message_id: str,
+        event_id: uuid.UUID,
+    ) -> bool:
+        """Record the sending; False when it was recorded already."""
+        ...
 
 
 class Notifier:
@@ -31,13 +46,13 @@ class Notifier:
 
     def __init__(
         self,
-        sessions: async_sessionmaker[AsyncSession],
+        sent_log: SentLog,
         sender: EmailSender,
         shop: ShopIdentity,
         *,
         message_id_domain: str,
     ) -> None:
-        self.sessions = sessions
+        self.sent_log = sent_log
         self.sender = sender
         self.shop = shop
         self.renderer = EmailRenderer(shop)
@@ -83,7 +98,7 @@ class Notifier:
         compose: Callable[[], Email],
     ) -> None:
         log = ctx.log.bind(order_id=str(event.order_id), kind=kind.value)
-        if await self._already_sent(event, kind):
+        if await self.sent_log.already_sent(event.order_id, kind):
             log.info("e-mail already sent; nothing to do")
             return
         try:
@@ -99,7 +114,14 @@ class Notifier:
             raise PermanentError(str(error)) from error
         except EmailUnavailable as error:
             raise TransientError(str(error)) from error
-        if await self._record(event, kind, email, ctx):
+        marked = await self.sent_log.mark_sent(
+            event.order_id,
+            kind,
+            recipient=email.to,
+            message_id=email.message_id,
+            event_id=ctx.envelope.event_id,
+        )
+        if marked:
             log.info("e-mail sent", to=email.to, message_id=email.message_id)
         else:
             # Two deliveries of one event were sending at once (a redelivery racing a slow
@@ -121,33 +143,6 @@ class Notifier:
             message_id=f"<{kind.value}.{event.order_id}@{self.message_id_domain}>",
             attachments=attachments,
         )
-
-    async def _already_sent(self, event: OrderFacts, kind: NotificationKind) -> bool:
-        query = select(order_notifications.c.order_id).where(
-            order_notifications.c.order_id == event.order_id,
-            order_notifications.c.kind == kind.value,
-        )
-        async with self.sessions() as session:
-            return (await session.execute(query)).first() is not None
-
-    async def _record(
-        self, event: OrderFacts, kind: NotificationKind, email: Email, ctx: MessageContext
-    ) -> bool:
-        """Mark as sent; False when a row was there already."""
-        statement = (
-            insert(order_notifications)
-            .values(
-                order_id=event.order_id,
-                kind=kind.value,
-                recipient=email.to,
-                message_id=email.message_id,
-                event_id=ctx.envelope.event_id,
-            )
-            .on_conflict_do_nothing()
-            .returning(order_notifications.c.order_id)
-        )
-        async with self.sessions() as session, session.begin():
-            return (await session.execute(statement)).first() is not None
 
 
 def message_id_domain(sender: str) -> str:
