@@ -216,3 +216,11 @@ async def test_a_relay_refusing_us_before_any_recipient_is_temporary(
 
     with pytest.raises(EmailUnavailable, match="530"):
         await plain.send(email_to("ayu@example.com"))
+
+
+async def test_an_internationalised_domain_is_sent_in_its_ascii_form(smtp_sink: SmtpSink) -> None:
+    await sender_for(smtp_sink.address.port).send(email_to("ayu@bücher.example"))
+
+    [mail] = smtp_sink.messages
+    assert mail.rcpt_to == ("ayu@xn--bcher-kva.example",)
+    assert mail.message["To"] == "ayu@xn--bcher-kva.example"

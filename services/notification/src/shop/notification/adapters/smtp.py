@@ -15,12 +15,10 @@ from email.message import EmailMessage
 from email.utils import formatdate
 
 import aiosmtplib
-import structlog
+from email_validator import EmailNotValidError, validate_email
 
 from shop.notification.email import Email, EmailRejected, EmailUnavailable
 from shop.notification.settings import SmtpSettings
-
-log = structlog.get_logger("shop.notification.smtp")
 
 
 class SmtpEmailSender:
@@ -58,11 +56,22 @@ def _about_the_email(error: aiosmtplib.SMTPResponseException, email: Email) -> E
     return EmailUnavailable(f"the provider deferred the e-mail to {email.to}: {reply}")
 
 
+def deliverable_address(address: str) -> str:
+    """``address`` with its domain in the ASCII form (``xn--…``) every relay takes: the
+    contracts keep addresses normalised in Unicode, and a relay without SMTPUTF8 refuses
+    those. A local part beyond ASCII still needs SMTPUTF8; it is left as it is."""
+    try:
+        checked = validate_email(address, check_deliverability=False)
+    except EmailNotValidError:
+        return address  # the provider's refusal will say what is wrong with it
+    return checked.ascii_email or address
+
+
 def mime_message(email: Email, *, sender: str) -> EmailMessage:
     """``email`` as a MIME message: text and HTML alternatives, then the attachments."""
     message = EmailMessage()
     message["From"] = sender
-    message["To"] = email.to
+    message["To"] = deliverable_address(email.to)
     message["Subject"] = email.subject
     message["Message-ID"] = email.message_id
     message["Date"] = formatdate(localtime=False, usegmt=True)
