@@ -20,7 +20,6 @@ import json
 import math
 import os
 import random
-import resource
 import signal
 import sys
 import tempfile
@@ -37,6 +36,7 @@ import httpx
 import uvloop
 from pydantic import SecretStr
 
+from shop.devstack.cpu import CORES, machine_ticks, own_seconds, process_seconds, tree_seconds
 from shop.devstack.parts import postgres_part
 from shop.devstack.postgres import EmbeddedPostgres
 from shop.devstack.process import ManagedProcess, free_port, port_accepts
@@ -52,8 +52,6 @@ STOCK = 2_000_000_000
 """Near the int4 limit of products.stock: no checkout of a run is refused for stock."""
 CUSTOMERS = 64
 BASKETS = 4096
-TICKS = os.sysconf("SC_CLK_TCK")
-CORES = os.cpu_count() or 1
 
 Post = Callable[[bytes, dict[str, str]], Awaitable[tuple[int, bytes]]]
 """Send one checkout (body, headers); its status and body."""
@@ -203,37 +201,6 @@ def customer_tokens() -> list[str]:
 # --- CPU accounting ---------------------------------------------------------------------
 
 
-def machine_ticks() -> tuple[int, int]:
-    """(busy, total) clock ticks of all cores since boot."""
-    with open("/proc/stat") as stat:
-        values = [int(v) for v in stat.readline().split()[1:9]]
-    return sum(values) - values[3] - values[4], sum(values)
-
-
-def _stat(pid: int | str) -> list[str]:
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rpartition(")")[2].split()
-
-
-def process_seconds(pid: int) -> float:
-    fields = _stat(pid)
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def tree_seconds(pid: int | None) -> float:
-    """CPU seconds of ``pid`` and its children (PostgreSQL: the postmaster, its backends)."""
-    if pid is None:
-        return 0.0
-    total = 0.0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                fields = _stat(entry.name)
-                if int(entry.name) == pid or int(fields[1]) == pid:
-                    total += (int(fields[11]) + int(fields[12])) / TICKS
-    return total
-
-
 class CpuMeter:
     """Shares of the machine's CPU while the load ran; 1.0 is one core busy all along.
     ``other`` is whatever else ran on the machine meanwhile (PostgreSQL too, when it is
@@ -249,17 +216,16 @@ class CpuMeter:
         self.machine = machine_ticks()
         self.server = process_seconds(self.server_pid)
         self.postgres = tree_seconds(self.postgres_pid)
-        self.client = resource.getrusage(resource.RUSAGE_SELF)
+        self.client = own_seconds()
         return self
 
     def __exit__(self, *_: object) -> None:
         wall = time.perf_counter() - self.started
         busy, total = machine_ticks()
-        client = resource.getrusage(resource.RUSAGE_SELF)
         machine = (busy - self.machine[0]) / max(1, total - self.machine[1]) * CORES
         server = (process_seconds(self.server_pid) - self.server) / wall
         postgres = (tree_seconds(self.postgres_pid) - self.postgres) / wall
-        own = client.ru_utime + client.ru_stime - self.client.ru_utime - self.client.ru_stime
+        own = own_seconds() - self.client
         self.shares = {
             "server": server,
             "client": own / wall,

@@ -31,7 +31,6 @@ import contextlib
 import logging
 import math
 import os
-import resource
 import sys
 import tempfile
 import threading
@@ -51,6 +50,7 @@ import structlog
 from shop.contracts import Envelope, OrderCreated, encode, wrap
 from shop.contracts.examples import examples
 from shop.devstack import SmtpSink, TansuBroker
+from shop.devstack.cpu import CORES, machine_ticks, own_seconds, process_seconds, tree_seconds
 from shop.devstack.errors import DevstackError
 from shop.devstack.parts import Part, kafka_part, postgres_part
 from shop.devstack.postgres import EmbeddedPostgres, PostgresServer
@@ -76,8 +76,6 @@ STALL = 30.0
 """Seconds without a new e-mail after which a scenario is given up as stuck."""
 JOIN = 120.0
 """Longest wait for a new worker's first e-mail: start-up and consumer-group join."""
-TICKS = os.sysconf("SC_CLK_TCK")
-CORES = os.cpu_count() or 1
 MESSAGE_ID_DOMAIN = message_id_domain(SmtpSettings().sender)
 
 
@@ -267,44 +265,6 @@ def delivery_problems(
 
 
 # --- CPU accounting ---------------------------------------------------------------------
-
-
-def machine_ticks() -> tuple[int, int]:
-    """(busy, total) clock ticks of all cores since boot."""
-    with open("/proc/stat") as stat:
-        values = [int(v) for v in stat.readline().split()[1:9]]
-    return sum(values) - values[3] - values[4], sum(values)
-
-
-def _stat(pid: int | str) -> list[str]:
-    with open(f"/proc/{pid}/stat") as stat:
-        return stat.read().rpartition(")")[2].split()
-
-
-def process_seconds(pid: int | None) -> float:
-    if pid is None:
-        return 0.0
-    fields = _stat(pid)
-    return (int(fields[11]) + int(fields[12])) / TICKS
-
-
-def tree_seconds(pid: int | None) -> float:
-    """CPU seconds of ``pid`` and its children (PostgreSQL: the postmaster, its backends)."""
-    if pid is None:
-        return 0.0
-    total = 0.0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                fields = _stat(entry.name)
-                if int(entry.name) == pid or int(fields[1]) == pid:
-                    total += (int(fields[11]) + int(fields[12])) / TICKS
-    return total
-
-
-def own_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 class CpuMeter:
