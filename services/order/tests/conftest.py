@@ -55,7 +55,8 @@ async def sessions(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
 def app(
     order_settings: OrderSettings, engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession]
 ) -> FastAPI:
-    return create_app(order_settings, engine, sessions)
+    del sessions  # asked for so that the catalogue is seeded before the app serves
+    return create_app(order_settings, engine)
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from shop.database import session_factory, sqlalchemy_url
+from shop.database import sqlalchemy_url
 from shop.order.api.app import create_app
 from shop.order.api.auth import issue_token
 from shop.order.catalogue import seed_catalogue
@@ -63,7 +63,7 @@ def app_on(database_url: str) -> FastAPI:
     """The real app on ``database_url``. Schemathesis calls it from its own event loop
     thread, so the engine keeps no pooled connections bound to any one loop."""
     engine = create_async_engine(sqlalchemy_url(database_url), poolclass=NullPool)
-    return create_app(settings_for(database_url), engine, session_factory(engine))
+    return create_app(settings_for(database_url), engine)
 
 
 class AppUnderTest:

@@ -15,20 +15,23 @@ from shop.messaging import headers
 from shop.messaging.context import current_envelope
 from shop.messaging.schema import OUTBOX_CHANNEL
 
-# One round trip: the row, and a NOTIFY that is transactional (the relay wakes on commit,
-# never for a rollback; Postgres folds a transaction's identical notifications into one).
+
+def _insert_and_notify(*values: str) -> str:
+    """The row, and a NOTIFY that is transactional (the relay wakes on commit, never for a
+    rollback; Postgres folds a transaction's identical notifications into one), in one
+    round trip. ``values`` are the placeholders of the driver in use."""
+    return (
+        "WITH added AS ("
+        " INSERT INTO outbox (event_id, key, message_type, headers, body)"
+        f" VALUES ({', '.join(values)}))"
+        f" SELECT pg_notify('{OUTBOX_CHANNEL}', '')"
+    )
+
+
 _ADD = text(
-    "WITH added AS ("
-    " INSERT INTO outbox (event_id, key, message_type, headers, body)"
-    " VALUES (:event_id, :key, :message_type, CAST(:headers AS jsonb), :body))"
-    f" SELECT pg_notify('{OUTBOX_CHANNEL}', '')"
+    _insert_and_notify(":event_id", ":key", ":message_type", "CAST(:headers AS jsonb)", ":body")
 )
-_ADD_POSITIONAL = (
-    "WITH added AS ("
-    " INSERT INTO outbox (event_id, key, message_type, headers, body)"
-    " VALUES ($1, $2, $3, $4::jsonb, $5))"
-    f" SELECT pg_notify('{OUTBOX_CHANNEL}', '')"
-)
+_ADD_POSITIONAL = _insert_and_notify("$1", "$2", "$3", "$4::jsonb", "$5")
 
 
 def message_headers(envelope: Envelope[Contract]) -> dict[str, str]:

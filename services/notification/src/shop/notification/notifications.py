@@ -22,6 +22,9 @@ from shop.notification.domain.kinds import NotificationKind
 from shop.notification.email import Attachment, Email, EmailRejected, EmailSender, EmailUnavailable
 from shop.notification.rendering import EmailRenderer, RenderedEmail, ShopIdentity
 
+Composed = tuple[RenderedEmail, tuple[Attachment, ...]]
+"""What an e-mail says, and what it carries."""
+
 
 class SentLog(Protocol):
     """Which e-mails have been sent: at most one per (order, kind)."""
@@ -63,20 +66,17 @@ class Notifier:
             NotificationKind.ORDER_CONFIRMATION,
             event,
             ctx,
-            lambda: self._email(
-                NotificationKind.ORDER_CONFIRMATION, event, self.renderer.order_confirmation(event)
-            ),
+            lambda: (self.renderer.order_confirmation(event), ()),
         )
 
     async def send_receipt(self, event: OrderPaid, ctx: MessageContext) -> None:
-        def compose() -> Email:
+        def compose() -> Composed:
             invoice = Attachment(
                 filename=f"invoice-{event.order_number}.pdf",
                 content_type="application/pdf",
                 data=render_invoice(event, self.shop),
             )
-            rendered = self.renderer.payment_receipt(event)
-            return self._email(NotificationKind.PAYMENT_RECEIPT, event, rendered, (invoice,))
+            return self.renderer.payment_receipt(event), (invoice,)
 
         await self._send_once(NotificationKind.PAYMENT_RECEIPT, event, ctx, compose)
 
@@ -85,9 +85,7 @@ class Notifier:
             NotificationKind.ORDER_CANCELLATION,
             event,
             ctx,
-            lambda: self._email(
-                NotificationKind.ORDER_CANCELLATION, event, self.renderer.order_cancellation(event)
-            ),
+            lambda: (self.renderer.order_cancellation(event), ()),
         )
 
     async def _send_once(
@@ -95,14 +93,14 @@ class Notifier:
         kind: NotificationKind,
         event: OrderFacts,
         ctx: MessageContext,
-        compose: Callable[[], Email],
+        compose: Callable[[], Composed],
     ) -> None:
         log = ctx.log.bind(order_id=str(event.order_id), kind=kind.value)
         if await self.sent_log.already_sent(event.order_id, kind):
             log.info("e-mail already sent; nothing to do")
             return
         try:
-            email = compose()
+            email = self._email(kind, event, *compose())
         except ValueError as error:
             # The event says something the e-mail cannot (a currency the templates do not
             # print, say): rendering it again would fail the same way.
@@ -133,7 +131,7 @@ class Notifier:
         kind: NotificationKind,
         event: OrderFacts,
         rendered: RenderedEmail,
-        attachments: tuple[Attachment, ...] = (),
+        attachments: tuple[Attachment, ...],
     ) -> Email:
         return Email(
             to=event.customer_email,

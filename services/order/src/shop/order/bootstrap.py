@@ -15,7 +15,7 @@ from shop.order.settings import OrderSettings
 def build_app(settings: OrderSettings) -> FastAPI:
     configure_logging(json=settings.log_json)
     engine = create_engine(settings.database_url, pool_size=settings.db_pool_size)
-    return create_app(settings, engine, session_factory(engine))
+    return create_app(settings, engine)
 
 
 def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> Worker:

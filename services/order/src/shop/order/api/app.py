@@ -7,8 +7,9 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from shop.database import session_factory
 from shop.order.api import health, orders, problems, products
 from shop.order.api.guards import BodyLimit
 from shop.order.api.metrics import HttpMetrics
@@ -21,9 +22,7 @@ once; confirmation emails and payment follow in the background. Every error is a
 """
 
 
-def create_app(
-    settings: OrderSettings, engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession]
-) -> FastAPI:
+def create_app(settings: OrderSettings, engine: AsyncEngine) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
@@ -38,7 +37,7 @@ def create_app(
     registry = CollectorRegistry()
     app.state.settings = settings
     app.state.engine = engine
-    app.state.sessions = sessions
+    app.state.sessions = session_factory(engine)
     app.state.registry = registry
     routers = (products.router, orders.router, health.router)
     for router in routers:

@@ -88,6 +88,7 @@ async def place_order(
     idempotency_key: IdempotencyKey,
 ) -> OrderView:
     lines = [(line.sku, line.quantity) for line in body.items]
+    request_hash = body.fingerprint()
     async with driver_connection(request.app.state.engine) as connection:
         for attempt in range(1, NUMBER_ATTEMPTS + 1):
             try:
@@ -97,7 +98,7 @@ async def place_order(
                         customer,
                         lines,
                         idempotency_key=idempotency_key,
-                        request_hash=body.fingerprint(),
+                        request_hash=request_hash,
                     )
                 break
             except asyncpg.UniqueViolationError as error:
