@@ -5,8 +5,8 @@ from shop.contracts import (
     ConsumerGroup,
     consumer_queue,
     dead_letter_queue,
+    delay_topic,
     message_topic,
-    retry_topic,
 )
 
 
@@ -20,7 +20,7 @@ def test_every_contract_has_its_own_topic():
 def test_each_consumer_group_gets_its_queues():
     assert consumer_queue(ConsumerGroup.NOTIFICATION) == "shop-notification-service"
     assert dead_letter_queue(ConsumerGroup.NOTIFICATION) == "shop-notification-service-dlq"
-    assert retry_topic(ConsumerGroup.ORDER, 8) == "shop-order-service-retry-8s"
+    assert delay_topic(ConsumerGroup.ORDER, 8) == "shop-order-service-retry-8s"
 
 
 def test_a_name_no_transport_accepts_is_refused():

@@ -19,8 +19,8 @@ from shop.contracts.topics import (
     ConsumerGroup,
     consumer_queue,
     dead_letter_queue,
+    delay_topic,
     message_topic,
-    retry_topic,
 )
 
 __all__ = [
@@ -46,9 +46,9 @@ __all__ = [
     "dead_letter_queue",
     "decode",
     "decode_as",
+    "delay_topic",
     "encode",
     "lookup",
     "message_topic",
-    "retry_topic",
     "wrap",
 ]

@@ -48,6 +48,10 @@ def dead_letter_queue(group: ConsumerGroup | str) -> str:
     return _checked(f"{NAME_PREFIX}-{group}-dlq")
 
 
-def retry_topic(group: ConsumerGroup | str, delay_seconds: int) -> str:
-    """A Kafka delay topic of one consumer group, holding messages due after a delay."""
+def delay_topic(group: ConsumerGroup | str, delay_seconds: int) -> str:
+    """A Kafka delay topic of one consumer group, holding messages due after a delay.
+
+    The name itself keeps ``-retry-`` (``shop-order-service-retry-8s``): topics of that
+    name exist already.
+    """
     return _checked(f"{NAME_PREFIX}-{group}-retry-{delay_seconds}s")

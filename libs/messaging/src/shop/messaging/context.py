@@ -35,7 +35,7 @@ def handling(envelope: Envelope[Contract]) -> Iterator[None]:
 @dataclass(frozen=True, slots=True)
 class MessageContext:
     envelope: Envelope[Contract]
-    consumer: str
+    subscriber_id: str
     """``group:subscriber``, the name under which the inbox records this message."""
     attempt: int
     session: AsyncSession | None
@@ -46,5 +46,5 @@ class MessageContext:
     def db(self) -> AsyncSession:
         """The transaction of a transactional handler (its inbox row commits with it)."""
         if self.session is None:
-            raise RuntimeError(f"{self.consumer} is not transactional: it has no session")
+            raise RuntimeError(f"{self.subscriber_id} is not transactional: it has no session")
         return self.session

@@ -22,6 +22,7 @@ class StoredDeadLetter:
     id: str
     """Unique within its consumer's dead letters (Kafka ``partition-offset``, SQS message id)."""
     group: str
+    """The consumer that gave up on it (``x-dead-letter-consumer``)."""
     source: str
     message_type: str | None
     body: bytes
@@ -95,7 +96,7 @@ def read_dead_letter(
 
 
 class DeadLetterStore(Protocol):
-    """A transport's dead letters of one consuming service (``group``)."""
+    """A transport's dead letters, kept apart by consumer (``group``)."""
 
     async def list(self, group: str) -> list[StoredDeadLetter]:
         """Every dead letter of ``group``, oldest first."""
@@ -130,7 +131,7 @@ async def redrive_each(
 
 
 class DeadLetters:
-    """List, show, redrive and purge one consuming service's dead letters."""
+    """List, show, redrive and purge the dead letters of one consumer (``group``)."""
 
     def __init__(self, store: DeadLetterStore, group: str) -> None:
         self.store = store

@@ -22,6 +22,8 @@ DUE_AT: Final = "x-due-at"
 ORIGIN: Final = "x-origin"
 """The topic or queue a retried or redriven message first came from."""
 
+# Dead-letter metadata: why a message is a dead letter. The consumer key names the consumer
+# that gave up on it by its group (``order-service``): a redrive goes back to it alone.
 DEAD_LETTER_CONSUMER: Final = "x-dead-letter-consumer"
 DEAD_LETTER_SOURCE: Final = "x-dead-letter-source"
 DEAD_LETTER_ERROR_TYPE: Final = "x-dead-letter-error-type"

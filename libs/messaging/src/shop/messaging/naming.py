@@ -9,8 +9,8 @@ from shop.contracts import (
     Contract,
     consumer_queue,
     dead_letter_queue,
+    delay_topic,
     message_topic,
-    retry_topic,
 )
 
 
@@ -26,13 +26,13 @@ class Naming:
         return self._scoped(message_topic(contract))
 
     def queue(self, group: str) -> str:
-        """A consuming service's own queue (SQS)."""
+        """A consumer's own queue (SQS)."""
         return self._scoped(consumer_queue(group))
 
     def dead_letters(self, group: str) -> str:
-        """A consuming service's dead letters (SQS queue or Kafka topic)."""
+        """A consumer's dead letters (SQS queue or Kafka topic)."""
         return self._scoped(dead_letter_queue(group))
 
     def delay_topic(self, group: str, seconds: float) -> str:
-        """A Kafka delay topic of one consumer group; 0 s carries redriven messages."""
-        return self._scoped(retry_topic(group, round(seconds)))
+        """A Kafka delay topic of one consumer; 0 s carries redriven messages."""
+        return self._scoped(delay_topic(group, round(seconds)))

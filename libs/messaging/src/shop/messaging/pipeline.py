@@ -65,7 +65,9 @@ class Pipeline:
         if missing:
             raise ValueError(f"transactional subscribers {missing} need a database session factory")
 
-    def consumer_name(self, subscriber: Subscriber) -> str:
+    def subscriber_id(self, subscriber: Subscriber) -> str:
+        """``group:subscriber``: a subscriber named apart from those of other consumers,
+        as the inbox records what it handled (in the inbox's ``consumer`` column)."""
         return f"{self.group}:{subscriber.name}"
 
     async def process(self, delivery: Delivery) -> Outcome:
@@ -95,9 +97,9 @@ class Pipeline:
     async def _handle(
         self, subscriber: Subscriber, envelope: Envelope[Contract], delivery: Delivery
     ) -> Ack:
-        consumer = self.consumer_name(subscriber)
+        subscriber_id = self.subscriber_id(subscriber)
         logger = log.bind(
-            consumer=consumer,
+            subscriber_id=subscriber_id,
             event_id=str(envelope.event_id),
             correlation_id=envelope.correlation_id,
             message_type=envelope.type,
@@ -111,7 +113,7 @@ class Pipeline:
             ),
         ):
             if not subscriber.transactional:
-                context = MessageContext(envelope, consumer, delivery.attempt, None, logger)
+                context = MessageContext(envelope, subscriber_id, delivery.attempt, None, logger)
                 await subscriber.handler(envelope.payload, context)
                 return Ack()
             assert self.sessions is not None  # checked in __init__
@@ -121,7 +123,9 @@ class Pipeline:
                 first_time = await session.execute(
                     insert(inbox)
                     .values(
-                        consumer=consumer, event_id=envelope.event_id, message_type=envelope.type
+                        consumer=subscriber_id,
+                        event_id=envelope.event_id,
+                        message_type=envelope.type,
                     )
                     .on_conflict_do_nothing()
                     .returning(inbox.c.event_id)
@@ -129,7 +133,7 @@ class Pipeline:
                 if first_time.first() is None:
                     logger.info("duplicate message skipped")
                     return Ack(duplicate=True)
-                context = MessageContext(envelope, consumer, delivery.attempt, session, logger)
+                context = MessageContext(envelope, subscriber_id, delivery.attempt, session, logger)
                 await subscriber.handler(envelope.payload, context)
             return Ack()
 

@@ -1,7 +1,8 @@
 """Registration of handlers: ``@router.subscriber(OrderCreated)`` on a plain async function.
 
-A router belongs to one consuming service (one Kafka consumer group, one SQS queue). Each
-subscriber names the contract it handles and how failures of its handler are retried.
+A router belongs to one consumer, named by its group (one Kafka consumer group, one SQS
+queue). Each subscriber names the contract it handles and how failures of its handler are
+retried.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ Handler = Callable[[ContractT, "MessageContext"], Awaitable[None]]
 
 @dataclass(frozen=True, slots=True)
 class Subscriber:
-    """One handler of one contract in one consuming service."""
+    """One handler of one contract in one consumer."""
 
     contract: type[Contract]
     handler: Handler[Any]
@@ -37,7 +38,7 @@ class Subscriber:
 
 
 class Router:
-    """The subscribers of one consuming service, by message type."""
+    """The subscribers of one consumer (``group``), by message type."""
 
     def __init__(self, group: str) -> None:
         self.group = group

@@ -1,4 +1,5 @@
-"""Transports, chosen by configuration: ``kafka``, ``sqs`` or ``memory``."""
+"""Transports, chosen by configuration: ``kafka``, ``sqs`` or ``memory`` (the shape they
+share is described in :mod:`shop.messaging.transports.base`)."""
 
 from __future__ import annotations
 

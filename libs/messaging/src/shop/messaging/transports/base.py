@@ -1,8 +1,15 @@
-"""The tiny interface every transport implements, identically shaped in each module.
+"""The tiny interface every transport implements, identically shaped in each of them.
 
 A transport moves bytes: it publishes :class:`OutgoingMessage` batches, feeds each
-consuming service's deliveries to a :class:`Pipeline`, and makes the outcome durable
-(ack, delayed retry, dead letter). Everything else lives above it, once.
+consumer's deliveries to a :class:`Pipeline`, and makes the outcome durable (ack, delayed
+retry, dead letter). Everything else lives above it, once.
+
+The ``kafka`` and ``sqs`` packages have the same modules, one job each: ``wire`` (how a
+message is laid out on the broker), ``client`` (every call to the broker's SDK),
+``topology`` (what a consumer needs on the broker), ``transport`` (this Protocol),
+``consumer`` (the consume loop and settling) and ``deadletters`` (the broker's
+:class:`DeadLetterStore`). ``memory`` is one module with its sections in that order:
+wire, broker (in place of a client), transport, consumer, dead letters.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from typing import Protocol
 
 from shop.messaging.deadletters import DeadLetterStore
 from shop.messaging.message import OutgoingMessage
+from shop.messaging.naming import Naming
 from shop.messaging.pipeline import Pipeline
 
 
@@ -59,6 +67,12 @@ class ConsumerLifecycle:
 
 class Transport(Protocol):
     name: str
+
+    @property
+    def naming(self) -> Naming:
+        """The names of topics and queues on this transport's broker: whoever publishes
+        through it (the relay) names topics the way its consumers subscribe to them."""
+        ...
 
     async def start(self) -> None:
         """Connect (and create topics or queues when configured to)."""

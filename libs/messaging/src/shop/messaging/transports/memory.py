@@ -1,12 +1,17 @@
-"""In one process, the same semantics as the real transports: a queue per consuming service
-subscribed to topics, at-least-once delivery, delayed retries, dead letters, redrive."""
+"""In one process, the same semantics as the real transports: a queue per consumer
+subscribed to topics, at-least-once delivery, delayed retries, dead letters, redrive.
+
+Its sections come in the order of the modules of the ``kafka`` and ``sqs`` packages:
+wire, broker (in place of their client), transport, consumer, dead letters.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from shop.messaging import headers as h
@@ -23,14 +28,39 @@ from shop.messaging.outcome import Ack, DeadLetter, Outcome, Retry
 from shop.messaging.pipeline import Pipeline
 from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions
 
+# -- wire -----------------------------------------------------------------------------
+
 
 @dataclass(slots=True)
 class _Queued:
     delivery: Delivery
 
 
+def _first_try(body: bytes, headers: Mapping[str, str], source: str, key: str | None) -> Delivery:
+    """A message entering a queue from a topic or from the dead letters, with headers of
+    its own (a retry adds to them without changing what was published)."""
+    return Delivery(body=body, headers=dict(headers), source=source, key=key)
+
+
+def _retried(delivery: Delivery, outcome: Retry) -> Delivery:
+    """The next try of a failed delivery, headers as a real transport would carry them."""
+    return replace(
+        delivery,
+        attempt=outcome.attempt + 1,
+        first_failure_at=outcome.first_failure_at,
+        headers={
+            **delivery.headers,
+            h.ATTEMPT: str(outcome.attempt),
+            h.FIRST_FAILURE_AT: outcome.first_failure_at.isoformat(),
+        },
+    )
+
+
+# -- broker ---------------------------------------------------------------------------
+
+
 class MemoryBroker:
-    """Topics fan out to the queues of the groups subscribed to them (like SNS → SQS).
+    """Topics fan out to the queues of the consumers subscribed to them (like SNS → SQS).
     A message published to a topic nobody subscribes to is dropped, as SNS drops it."""
 
     def __init__(self) -> None:
@@ -47,112 +77,25 @@ class MemoryBroker:
         self.published.append(message)
         for group in sorted(self.subscriptions[message.topic]):
             self.enqueue(
-                group,
-                Delivery(
-                    body=message.body,
-                    headers=dict(message.headers),
-                    source=message.topic,
-                    key=message.key,
-                ),
+                group, _first_try(message.body, message.headers, message.topic, message.key)
             )
 
     def next_dead_letter_id(self) -> str:
         return str(next(self._ids))
 
 
-class MemoryDeadLetterStore:
-    def __init__(self, broker: MemoryBroker) -> None:
-        self.broker = broker
-
-    async def list(self, group: str) -> list[StoredDeadLetter]:
-        return list(self.broker.dead_letters[group].values())
-
-    async def redrive(self, group: str, letter: StoredDeadLetter) -> None:
-        self.broker.dead_letters[group].pop(letter.id, None)
-        self.broker.enqueue(
-            group,
-            Delivery(
-                body=letter.body,
-                headers=dict(letter.headers),
-                source=letter.source,
-                key=letter.key,
-            ),
-        )
-
-    async def redrive_all(self, group: str, *, per_second: float) -> int:
-        return await redrive_each(self, group, await self.list(group), per_second)
-
-    async def purge(self, group: str, letters: Sequence[StoredDeadLetter]) -> None:
-        for letter in letters:
-            self.broker.dead_letters[group].pop(letter.id, None)
+_broker: MemoryBroker | None = None
 
 
-class MemoryConsumer(ConsumerLifecycle):
-    def __init__(self, broker: MemoryBroker, pipeline: Pipeline, options: ConsumerOptions) -> None:
-        super().__init__()
-        self.broker = broker
-        self.pipeline = pipeline
-        self.group = pipeline.group
-        self.options = options
-        self._timers: set[asyncio.TimerHandle] = set()
+def _default_broker() -> MemoryBroker:
+    """One broker per process, so that a relay and a worker configured apart still meet."""
+    global _broker  # noqa: PLW0603
+    if _broker is None:
+        _broker = MemoryBroker()
+    return _broker
 
-    async def run(self) -> None:
-        dispatcher = KeyedDispatcher(self.options.max_in_flight)
-        queue = self.broker.queues[self.group]
-        self._running = True
-        stopping = asyncio.create_task(self._stopping.wait())
-        try:
-            while not self._stopping.is_set():
-                getting = asyncio.create_task(queue.get())
-                await asyncio.wait({getting, stopping}, return_when=asyncio.FIRST_COMPLETED)
-                if not getting.done():
-                    getting.cancel()
-                    break
-                queued = getting.result()
-                await dispatcher.submit(
-                    (queued.delivery.source, queued.delivery.key),
-                    lambda q=queued: self._handle(q),  # type: ignore[misc]
-                )
-        finally:
-            stopping.cancel()
-            await dispatcher.drain(self.options.drain_timeout)
-            self._running = False
 
-    async def _handle(self, queued: _Queued) -> None:
-        try:
-            outcome = await self.pipeline.process(queued.delivery)
-            self._settle(queued.delivery, outcome)
-        except BaseException:
-            # Abandoned at shutdown, or a bug: not acknowledged, so it is delivered again.
-            self.broker.enqueue(self.group, queued.delivery)
-            raise
-
-    def _settle(self, delivery: Delivery, outcome: Outcome) -> None:
-        if isinstance(outcome, Ack):
-            return
-        if isinstance(outcome, Retry):
-            again = replace(
-                delivery,
-                attempt=outcome.attempt + 1,
-                first_failure_at=outcome.first_failure_at,
-                headers={
-                    **delivery.headers,
-                    h.ATTEMPT: str(outcome.attempt),
-                    h.FIRST_FAILURE_AT: outcome.first_failure_at.isoformat(),
-                },
-            )
-            loop = asyncio.get_running_loop()
-            timer = loop.call_later(outcome.delay, self.broker.enqueue, self.group, again)
-            self._timers.add(timer)
-            return
-        assert isinstance(outcome, DeadLetter)
-        letter_id = self.broker.next_dead_letter_id()
-        self.broker.dead_letters[self.group][letter_id] = read_dead_letter(
-            letter_id,
-            delivery.body,
-            dead_letter_headers(self.group, delivery, outcome),
-            key=delivery.key,
-        )
+# -- transport ------------------------------------------------------------------------
 
 
 class MemoryTransport:
@@ -185,12 +128,86 @@ class MemoryTransport:
         return self._store
 
 
-_broker: MemoryBroker | None = None
+# -- consumer -------------------------------------------------------------------------
 
 
-def _default_broker() -> MemoryBroker:
-    """One broker per process, so that a relay and a worker configured apart still meet."""
-    global _broker  # noqa: PLW0603
-    if _broker is None:
-        _broker = MemoryBroker()
-    return _broker
+class MemoryConsumer(ConsumerLifecycle):
+    def __init__(self, broker: MemoryBroker, pipeline: Pipeline, options: ConsumerOptions) -> None:
+        super().__init__()
+        self._broker = broker
+        self._pipeline = pipeline
+        self._group = pipeline.group
+        self._options = options
+
+    async def run(self) -> None:
+        dispatcher = KeyedDispatcher(self._options.max_in_flight)
+        queue = self._broker.queues[self._group]
+        self._running = True
+        stopping = asyncio.create_task(self._stopping.wait())
+        try:
+            while not self._stopping.is_set():
+                getting = asyncio.create_task(queue.get())
+                await asyncio.wait({getting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+                if not getting.done():
+                    getting.cancel()
+                    break
+                queued = getting.result()
+                await dispatcher.submit(
+                    (queued.delivery.source, queued.delivery.key),
+                    functools.partial(self._handle, queued),
+                )
+        finally:
+            stopping.cancel()
+            await dispatcher.drain(self._options.drain_timeout)
+            self._running = False
+
+    async def _handle(self, queued: _Queued) -> None:
+        try:
+            outcome = await self._pipeline.process(queued.delivery)
+            self._settle(queued.delivery, outcome)
+        except BaseException:
+            # Abandoned at shutdown, or a bug: not acknowledged, so it is delivered again.
+            self._broker.enqueue(self._group, queued.delivery)
+            raise
+
+    def _settle(self, delivery: Delivery, outcome: Outcome) -> None:
+        if isinstance(outcome, Ack):
+            return
+        if isinstance(outcome, Retry):
+            loop = asyncio.get_running_loop()
+            loop.call_later(
+                outcome.delay, self._broker.enqueue, self._group, _retried(delivery, outcome)
+            )
+            return
+        assert isinstance(outcome, DeadLetter)
+        letter_id = self._broker.next_dead_letter_id()
+        self._broker.dead_letters[self._group][letter_id] = read_dead_letter(
+            letter_id,
+            delivery.body,
+            dead_letter_headers(self._group, delivery, outcome),
+            key=delivery.key,
+        )
+
+
+# -- dead letters ---------------------------------------------------------------------
+
+
+class MemoryDeadLetterStore:
+    def __init__(self, broker: MemoryBroker) -> None:
+        self._broker = broker
+
+    async def list(self, group: str) -> list[StoredDeadLetter]:
+        return list(self._broker.dead_letters[group].values())
+
+    async def redrive(self, group: str, letter: StoredDeadLetter) -> None:
+        self._broker.dead_letters[group].pop(letter.id, None)
+        self._broker.enqueue(
+            group, _first_try(letter.body, letter.headers, letter.source, letter.key)
+        )
+
+    async def redrive_all(self, group: str, *, per_second: float) -> int:
+        return await redrive_each(self, group, await self.list(group), per_second)
+
+    async def purge(self, group: str, letters: Sequence[StoredDeadLetter]) -> None:
+        for letter in letters:
+            self._broker.dead_letters[group].pop(letter.id, None)

@@ -1,0 +1,82 @@
+"""The Kafka :class:`~shop.messaging.transports.base.Transport`: publishes with one
+producer, creates the topics every contract and every consumer needs, and makes a
+:class:`KafkaConsumer` per consumer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from shop.contracts import ALL_CONTRACTS
+from shop.messaging.errors import PublishError
+from shop.messaging.message import OutgoingMessage
+from shop.messaging.naming import Naming
+from shop.messaging.pipeline import Pipeline
+from shop.messaging.settings import KafkaSettings
+from shop.messaging.transports.base import ConsumerOptions
+from shop.messaging.transports.kafka.client import KafkaClient, KafkaError
+from shop.messaging.transports.kafka.consumer import KafkaConsumer
+from shop.messaging.transports.kafka.deadletters import KafkaDeadLetterStore
+from shop.messaging.transports.kafka.topology import topics_of
+
+
+class KafkaTransport:
+    """Publishes through the one producer of its client, which batches records per
+    partition; creates topics itself, with the configured partitions, rather than leave
+    them to a broker's auto-creation and its defaults."""
+
+    name = "kafka"
+
+    def __init__(self, settings: KafkaSettings, naming: Naming | None = None) -> None:
+        self.settings = settings
+        self.naming = naming or Naming()
+        self._client = KafkaClient(settings)
+        self._store = KafkaDeadLetterStore(self._client, self.naming)
+        # Concurrent publish calls hand their records over one call after the other, so
+        # that each key keeps the order of the calls (the relay overlaps two batches).
+        self._handing_over = asyncio.Lock()
+
+    async def start(self) -> None:
+        if self._client.started:
+            return
+        try:
+            await self._client.start()
+            await self._client.create_topics(self.naming.topic(c) for c in ALL_CONTRACTS)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def declare(self, pipeline: Pipeline) -> None:
+        await self._client.create_topics(topics_of(self.naming, pipeline.router))
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        producer = self._client.producer
+        enqueued: list[tuple[int, asyncio.Future[object]]] = []
+        errors: dict[int, BaseException] = {}
+        async with self._handing_over:
+            for index, message in enumerate(messages):
+                try:
+                    future = await producer.enqueue(
+                        message.topic, message.body, message.headers, message.key
+                    )
+                except KafkaError as error:
+                    # The rest were not even handed over: report them all, in order.
+                    errors.update(dict.fromkeys(range(index, len(messages)), error))
+                    break
+                enqueued.append((index, future))
+        results = await asyncio.gather(*(f for _, f in enqueued), return_exceptions=True)
+        for (index, _), result in zip(enqueued, results, strict=True):
+            if isinstance(result, BaseException):
+                errors[index] = result
+        if errors:
+            raise PublishError(set(errors), errors[min(errors)])
+
+    def consumer(self, pipeline: Pipeline, options: ConsumerOptions) -> KafkaConsumer:
+        return KafkaConsumer(self._client, self.naming, pipeline, options)
+
+    @property
+    def dead_letter_store(self) -> KafkaDeadLetterStore:
+        return self._store

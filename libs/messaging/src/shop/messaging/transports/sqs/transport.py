@@ -1,0 +1,206 @@
+"""The SNS/SQS :class:`~shop.messaging.transports.base.Transport`: publishes to the SNS
+topic of each message type, declares each consumer's queues and subscriptions, and makes
+an :class:`SqsConsumer` per consumer."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+
+from shop.contracts import ALL_CONTRACTS
+from shop.messaging.errors import MessagingError, PublishError
+from shop.messaging.message import OutgoingMessage
+from shop.messaging.naming import Naming
+from shop.messaging.pipeline import Pipeline
+from shop.messaging.settings import SqsSettings
+from shop.messaging.transports.base import ConsumerOptions
+from shop.messaging.transports.sqs.client import BATCH_LIMIT, SqsClient
+from shop.messaging.transports.sqs.consumer import SqsConsumer
+from shop.messaging.transports.sqs.deadletters import SqsDeadLetterStore
+from shop.messaging.transports.sqs.topology import (
+    SqsQueues,
+    dead_letter_queue_attributes,
+    queue_attributes,
+)
+from shop.messaging.transports.sqs.wire import MessageAttributes, message_attributes
+
+
+class SqsTransport:
+    """Keeps the ARN of each topic and the queues of each consumer once looked up: SNS
+    and SQS address them by ARN and URL, which only a call can tell."""
+
+    name = "sqs"
+
+    def __init__(self, settings: SqsSettings, naming: Naming | None = None) -> None:
+        self.settings = settings
+        self.naming = naming or Naming()
+        self._client = SqsClient(settings)
+        self._topic_arns: dict[str, str] = {}
+        self._queues: dict[str, SqsQueues] = {}
+        self._store = SqsDeadLetterStore(self._client, self.queues_of)
+        # Concurrent publish calls go one after the other, so that each key keeps the
+        # order of the calls (the relay overlaps two batches).
+        self._publishing = asyncio.Lock()
+
+    async def start(self) -> None:
+        if self._client.started:
+            return
+        await self._client.start()
+        try:
+            await self._prepare_topics()
+        except BaseException:
+            await self._client.close()
+            raise
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    # -- topics -----------------------------------------------------------------------
+
+    async def _prepare_topics(self) -> None:
+        names = [self.naming.topic(contract) for contract in ALL_CONTRACTS]
+        if self.settings.auto_create:
+            arns = await asyncio.gather(*(self._client.create_topic(name) for name in names))
+            self._topic_arns.update(zip(names, arns, strict=True))
+            return
+        existing = await self._client.topics()
+        missing = sorted(set(names) - existing.keys())
+        if missing:
+            raise MessagingError(
+                f"SNS topics missing: {', '.join(missing)}; create them or turn auto_create on"
+            )
+        self._topic_arns.update(existing)
+
+    async def topic_arn(self, name: str) -> str:
+        """ARN of the topic called ``name``, created (auto_create) or looked up once."""
+        arn = self._topic_arns.get(name)
+        if arn is not None:
+            return arn
+        if self.settings.auto_create:
+            arn = await self._client.create_topic(name)
+        else:
+            self._topic_arns.update(await self._client.topics())
+            if name not in self._topic_arns:
+                raise MessagingError(f"SNS topic {name!r} does not exist and auto_create is off")
+            arn = self._topic_arns[name]
+        self._topic_arns[name] = arn
+        return arn
+
+    # -- publishing -------------------------------------------------------------------
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        async with self._publishing:
+            await self._publish_in_order(messages)
+
+    async def _publish_in_order(self, messages: Sequence[OutgoingMessage]) -> None:
+        failed: set[int] = set()
+        cause: BaseException | None = None
+        blocked_keys: set[str] = set()
+        for batch in _publish_batches(messages):
+            # Once a message of a key failed, its later ones wait too: publishing them now
+            # would put them ahead of it when the outbox sends it again.
+            held = {index for index in batch if messages[index].key in blocked_keys}
+            sendable = [index for index in batch if index not in held]
+            errors = await self._publish_batch(messages, sendable) if sendable else {}
+            failed |= held | errors.keys()
+            blocked_keys.update(messages[index].key for index in errors)
+            cause = cause or next(iter(errors.values()), None)
+        if failed:
+            assert cause is not None  # a key is held back only after a failure
+            raise PublishError(failed, cause)
+
+    async def _publish_batch(
+        self, messages: Sequence[OutgoingMessage], indexes: Sequence[int]
+    ) -> dict[int, BaseException]:
+        """Publish one batch (one topic); the errors of the messages that failed."""
+        errors: dict[int, BaseException] = {}
+        entries: dict[int, tuple[str, MessageAttributes]] = {}
+        for index in indexes:
+            message = messages[index]
+            try:
+                body = message.body.decode("utf-8")
+            except UnicodeDecodeError as error:  # SNS carries text only
+                errors[index] = error
+                continue
+            entries[index] = (body, message_attributes(message.headers, message.key))
+        if not entries:
+            return errors
+        try:
+            arn = await self.topic_arn(messages[indexes[0]].topic)
+            refused = await self._client.publish_batch(arn, entries)
+        except Exception as error:  # reported to the caller as PublishError
+            errors.update(dict.fromkeys(entries, error))
+            return errors
+        for index, reason in refused.items():
+            errors[index] = MessagingError(f"SNS refused message: {reason}")
+        return errors
+
+    # -- queues -----------------------------------------------------------------------
+
+    async def declare(self, pipeline: Pipeline) -> None:
+        group = pipeline.group
+        if not self.settings.auto_create:
+            await self.queues_of(group)  # fails, naming the queue, when it is missing
+            return
+        dead_letters_url = await self._client.create_queue(self.naming.dead_letters(group))
+        url = await self._client.create_queue(self.naming.queue(group))
+        queues = await self._queues_at(group, url, dead_letters_url)
+        topic_arns = sorted(
+            {await self.topic_arn(self.naming.topic(s.contract)) for s in pipeline.router}
+        )
+        await self._client.set_attributes(
+            queues.url,
+            queue_attributes(
+                queues,
+                topic_arns,
+                visibility_timeout=self.settings.visibility_timeout,
+                max_attempts=pipeline.router.max_attempts,
+            ),
+        )
+        await self._client.set_attributes(
+            queues.dead_letters_url, dead_letter_queue_attributes(queues)
+        )
+        for topic_arn in topic_arns:
+            await self._client.subscribe(topic_arn, queues.arn)
+        self._queues[group] = queues
+
+    async def queues_of(self, group: str) -> SqsQueues:
+        """The queues of ``group``, looked up once."""
+        queues = self._queues.get(group)
+        if queues is None:
+            url = await self._client.queue_url(self.naming.queue(group))
+            dead_letters_url = await self._client.queue_url(self.naming.dead_letters(group))
+            queues = await self._queues_at(group, url, dead_letters_url)
+            self._queues[group] = queues
+        return queues
+
+    async def _queues_at(self, group: str, url: str, dead_letters_url: str) -> SqsQueues:
+        return SqsQueues(
+            name=self.naming.queue(group),
+            url=url,
+            arn=await self._client.queue_arn(url),
+            dead_letters_url=dead_letters_url,
+            dead_letters_arn=await self._client.queue_arn(dead_letters_url),
+        )
+
+    # -- consuming --------------------------------------------------------------------
+
+    def consumer(self, pipeline: Pipeline, options: ConsumerOptions) -> SqsConsumer:
+        return SqsConsumer(self._client, self.settings, self.queues_of, pipeline, options)
+
+    @property
+    def dead_letter_store(self) -> SqsDeadLetterStore:
+        return self._store
+
+
+def _publish_batches(messages: Sequence[OutgoingMessage]) -> Iterator[list[int]]:
+    """Indexes of ``messages`` in batches of one topic and at most 10, in their order: a
+    batch ends where the topic changes, so that nothing is published out of turn."""
+    batch: list[int] = []
+    for index, message in enumerate(messages):
+        if batch and (len(batch) == BATCH_LIMIT or messages[batch[0]].topic != message.topic):
+            yield batch
+            batch = []
+        batch.append(index)
+    if batch:
+        yield batch
