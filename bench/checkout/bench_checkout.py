@@ -41,9 +41,9 @@ from shop.devstack.parts import postgres_part
 from shop.devstack.postgres import EmbeddedPostgres
 from shop.devstack.process import ManagedProcess, free_port, port_accepts
 from shop.devstack.settings import DevstackSettings
+from shop.order.adapters.catalogue import SEED_PRODUCTS
 from shop.order.api.auth import issue_token
-from shop.order.catalogue import SEED_PRODUCTS
-from shop.order.database import migrate
+from shop.order.migrations import migrate
 from shop.order.settings import OrderSettings
 
 HERE = Path(__file__).resolve().parent

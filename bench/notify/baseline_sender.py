@@ -21,9 +21,9 @@ from pathlib import Path
 from shop.contracts import OrderCreated, decode
 from shop.notification.adapters.smtp import SmtpEmailSender
 from shop.notification.domain.kinds import NotificationKind
-from shop.notification.email import Email
-from shop.notification.notifications import message_id_domain
-from shop.notification.rendering import EmailRenderer, ShopIdentity
+from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
+from shop.notification.ports import Email
+from shop.notification.service_layer.notifier import message_id_domain
 from shop.notification.settings import NotificationSettings, SmtpSettings
 
 

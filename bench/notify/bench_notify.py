@@ -56,12 +56,11 @@ from shop.devstack.parts import Part, kafka_part, postgres_part
 from shop.devstack.postgres import EmbeddedPostgres, PostgresServer
 from shop.devstack.process import ManagedProcess, free_port
 from shop.devstack.settings import DevstackSettings
-from shop.messaging import KafkaSettings, MessagingSettings, Naming, create_transport
-from shop.messaging.message import OutgoingMessage
-from shop.messaging.outbox import message_headers
-from shop.notification.database import migrate
+from shop.messaging import KafkaSettings, MessagingSettings
+from shop.messaging.testing import publish_with
 from shop.notification.domain.kinds import NotificationKind
-from shop.notification.notifications import message_id_domain
+from shop.notification.migrations import migrate
+from shop.notification.service_layer.notifier import message_id_domain
 from shop.notification.settings import FaultSettings, SmtpSettings
 
 HERE = Path(__file__).resolve().parent
@@ -203,15 +202,7 @@ async def publish(bootstrap: str, namespace: str, events: list[Envelope[OrderCre
         namespace=namespace,
         kafka=KafkaSettings(bootstrap_servers=bootstrap, partitions=PARTITIONS),
     )
-    transport = create_transport(settings)
-    topic = Naming(namespace).topic(OrderCreated)
-    await transport.start()
-    try:
-        await transport.publish(
-            [OutgoingMessage(topic, e.key, encode(e), message_headers(e)) for e in events]  # type: ignore[arg-type]
-        )
-    finally:
-        await transport.close()
+    await publish_with(settings, *events)
 
 
 async def recorded_message_ids(database_url: str) -> list[str]:

@@ -99,7 +99,7 @@ async def relay_throughput(
 ) -> float:
     """Events/s of one relay draining ``batch`` committed rows to Kafka."""
     async with kafka_transport(bootstrap, "relay") as transport:
-        relay = Relay(url, transport, naming=Naming("relay"), settings=RelaySettings())
+        relay = Relay(url, transport, settings=RelaySettings())
         task = asyncio.create_task(relay.run())
         await wait_until(lambda: relay.is_leader, what="the relay to lead")
         async with engine.begin() as connection:
@@ -134,7 +134,7 @@ async def steady_latency(
             session_timeout_ms=6000,
         )
         await consumer.start()
-        relay = Relay(url, transport, naming=naming, settings=RelaySettings())
+        relay = Relay(url, transport, settings=RelaySettings())
         relay_task = asyncio.create_task(relay.run())
         sessions = async_sessionmaker(engine)
         total = int(rate * seconds)

@@ -16,7 +16,8 @@ import uuid
 from pathlib import Path
 
 import psutil
-import pytest
+
+from shop.devstack.testing import wait_for_ready
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,16 +32,6 @@ def http(
             return reply.status, reply.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
-
-
-def wait_for_ready(process: subprocess.Popen[str]) -> str:
-    assert process.stdout is not None
-    seen = []
-    for line in process.stdout:
-        seen.append(line)
-        if line.startswith("ready"):
-            return "".join(seen)
-    pytest.fail("make run's stack exited before it was ready:\n" + "".join(seen))
 
 
 def emails_with(mail_dir: Path, line: str) -> list[Path]:

@@ -1,5 +1,8 @@
 """Fixtures for notification-service tests: a migrated database of its own per test, the
-session's Kafka-protocol broker and SMTP sink, and a way to put order events on the bus."""
+session's Kafka-protocol broker and SMTP sink, and a way to put order events on the bus.
+
+``database_url``, ``unique_name``, ``kafka_cluster`` and ``smtp_sink`` come from the
+devstack's pytest plugin (``shop.devstack.pytest_plugin``; see libs/devstack/README.md)."""
 
 from __future__ import annotations
 
@@ -13,16 +16,15 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from shop.contracts import Contract, Envelope, OrderCreated, encode, wrap
+from shop.contracts import Contract, Envelope, OrderCreated, wrap
 from shop.contracts.examples import examples
 from shop.database import create_engine, session_factory
 from shop.devstack import SmtpSink
 from shop.devstack.kafka import KafkaCluster
-from shop.messaging import KafkaSettings, MessagingSettings, Naming, create_transport
-from shop.messaging.message import OutgoingMessage
-from shop.messaging.outbox import message_headers
+from shop.messaging import KafkaSettings, MessagingSettings
+from shop.messaging.testing import publish_with
 from shop.notification.adapters.tables import order_notifications
-from shop.notification.database import migrate_async
+from shop.notification.migrations import migrate_async
 from shop.notification.settings import NotificationSettings, SmtpSettings
 
 
@@ -70,23 +72,7 @@ class Bus:
     settings: NotificationSettings
 
     async def publish(self, *envelopes: Envelope[Contract]) -> None:
-        transport = create_transport(self.settings.messaging)
-        naming = Naming(self.settings.messaging.namespace)
-        await transport.start()
-        try:
-            await transport.publish(
-                [
-                    OutgoingMessage(
-                        naming.topic(type(envelope.payload)),
-                        envelope.key,
-                        encode(envelope),
-                        message_headers(envelope),  # type: ignore[arg-type]
-                    )
-                    for envelope in envelopes
-                ]
-            )
-        finally:
-            await transport.close()
+        await publish_with(self.settings.messaging, *envelopes)
 
 
 @pytest.fixture

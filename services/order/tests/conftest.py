@@ -3,6 +3,7 @@ real application over ASGI, and customer tokens."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
@@ -13,10 +14,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from shop.database import create_engine, session_factory
 from shop.messaging import MessagingSettings
+from shop.order.adapters.catalogue import seed_catalogue
 from shop.order.api.app import create_app
 from shop.order.api.auth import issue_token
-from shop.order.catalogue import seed_catalogue
-from shop.order.database import migrate_async
+from shop.order.bootstrap import postgres_stores
+from shop.order.migrations import migrate_async
 from shop.order.settings import OrderSettings
 
 TokenFor = Callable[..., str]
@@ -56,7 +58,7 @@ def app(
     order_settings: OrderSettings, engine: AsyncEngine, sessions: async_sessionmaker[AsyncSession]
 ) -> FastAPI:
     del sessions  # asked for so that the catalogue is seeded before the app serves
-    return create_app(order_settings, engine)
+    return create_app(order_settings, postgres_stores(engine))
 
 
 @pytest.fixture
@@ -81,3 +83,9 @@ def token_for(order_settings: OrderSettings) -> TokenFor:
 @pytest.fixture
 def auth(token_for: TokenFor) -> dict[str, str]:
     return {"Authorization": f"Bearer {token_for()}"}
+
+
+@pytest.fixture
+def order_headers(auth: dict[str, str]) -> dict[str, str]:
+    """``auth`` and a fresh Idempotency-Key: the headers of a new checkout."""
+    return {**auth, "Idempotency-Key": str(uuid.uuid4())}

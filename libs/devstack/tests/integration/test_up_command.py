@@ -10,6 +10,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from shop.devstack.testing import wait_for_ready
+
 
 def start_up(workdir: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
@@ -19,16 +21,6 @@ def start_up(workdir: Path) -> subprocess.Popen[str]:
         text=True,
         env={**os.environ, "COLUMNS": "200"},
     )
-
-
-def wait_for_ready(process: subprocess.Popen[str]) -> str:
-    assert process.stdout is not None
-    seen = []
-    for line in process.stdout:
-        seen.append(line)
-        if line.startswith("ready"):
-            return "".join(seen)
-    pytest.fail("devstack exited before it was ready:\n" + "".join(seen))
 
 
 def servers_of(process: subprocess.Popen[str]) -> list[psutil.Process]:

@@ -1,5 +1,8 @@
 """Transport settings for the behavioural suite: one set per transport, each scoped to a
-namespace of its own so that tests never see each other's topics and queues."""
+namespace of its own so that tests never see each other's topics and queues.
+
+``unique_name``, ``database_url``, ``kafka_cluster`` and ``aws_endpoint`` come from the
+devstack's pytest plugin (``shop.devstack.pytest_plugin``; see libs/devstack/README.md)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,6 @@ async def main(database_url: str, bootstrap: str, namespace: str) -> None:
     relay = Relay(
         database_url,
         transport,
-        naming=Naming(namespace),
         settings=RelaySettings(batch_size=200, poll_interval=0.2),
     )
     try:

@@ -7,13 +7,10 @@ import structlog
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from shop.contracts import OrderCreated, OrderPaid, decode, encode, examples, wrap
+from shop.contracts import OrderCreated, OrderPaid, decode, examples, wrap
 from shop.messaging import MessageContext, MessagingSettings, Router, Worker, add
-from shop.messaging.message import OutgoingMessage
-from shop.messaging.naming import Naming
-from shop.messaging.outbox import message_headers
 from shop.messaging.schema import inbox, outbox
-from shop.messaging.testing import running, wait_until
+from shop.messaging.testing import publish, running, wait_until
 from shop.messaging.transports.memory import MemoryBroker, MemoryTransport
 
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -40,16 +37,7 @@ async def test_published_events_inherit_correlation_and_trace_and_name_their_cau
     worker = Worker(MessagingSettings(), transport, routers=[router], sessions=sessions)
     with structlog.testing.capture_logs() as logs:
         async with running(worker):
-            await transport.publish(
-                [
-                    OutgoingMessage(
-                        Naming().topic(OrderCreated),
-                        handled.key,
-                        encode(handled),
-                        message_headers(handled),  # type: ignore[arg-type]
-                    )
-                ]
-            )
+            await publish(transport, handled)
             await wait_until(lambda: any(e["event"] == "marking paid" for e in logs))
 
     async with sessions() as session:

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
-from shop.contracts import ALL_CONTRACTS, OrderCreated, encode, wrap
+from shop.contracts import ALL_CONTRACTS, OrderCreated, wrap
 from shop.contracts.examples import examples
 from shop.devstack.kafka import KafkaCluster
 from shop.messaging import headers as h
@@ -26,10 +25,10 @@ from shop.messaging.errors import PermanentError
 from shop.messaging.headers import DEAD_LETTER_RESOLVES
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
-from shop.messaging.outbox import message_headers
 from shop.messaging.pipeline import Pipeline
 from shop.messaging.settings import KafkaSettings
 from shop.messaging.subscriber import Router
+from shop.messaging.testing import eventually, outgoing, wait_until
 from shop.messaging.transports.base import ConsumerOptions
 from shop.messaging.transports.kafka import (
     KafkaConsumer,
@@ -83,30 +82,8 @@ async def admin_client(cluster: KafkaCluster) -> AsyncIterator[AIOKafkaAdminClie
         await admin.close()
 
 
-async def eventually(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting until {what}")
-        await asyncio.sleep(0.05)
-
-
-async def eventually_async(check: Callable[[], Awaitable[bool]], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not await check():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out waiting until {what}")
-        await asyncio.sleep(0.1)
-
-
 def order_created(naming: Naming, key: str) -> OutgoingMessage:
-    envelope = wrap(examples()[OrderCreated], key=key)
-    return OutgoingMessage(
-        topic=naming.topic(OrderCreated),
-        key=key,
-        body=encode(envelope),
-        headers=message_headers(envelope),
-    )
+    return outgoing(wrap(examples()[OrderCreated], key=key), naming=naming)
 
 
 async def partition_counts(cluster: KafkaCluster, topics: list[str]) -> dict[str, int]:
@@ -257,12 +234,14 @@ async def test_offsets_are_never_committed_past_an_unfinished_message(
         await transport.publish([order_created(naming, k) for k in ["slow", *fast_keys]])
 
         async with running(transport.consumer(pipeline, options)):
-            await eventually(lambda: len(handled) == len(fast_keys), "the fast ones are done")
+            await wait_until(
+                lambda: len(handled) == len(fast_keys), within=WAIT, what="the fast ones are done"
+            )
 
             async def committed() -> bool:
                 return await committed_offset(kafka_cluster, group, topic) is not None
 
-            await eventually_async(committed, "an offset is committed")
+            await eventually(committed, within=WAIT, what="an offset is committed")
             await asyncio.sleep(1.0)  # a couple more commit rounds
             assert await committed_offset(kafka_cluster, group, topic) == 0
         # Stopped with the slow one still running: it was abandoned, not committed.
@@ -271,15 +250,19 @@ async def test_offsets_are_never_committed_past_an_unfinished_message(
         release_slow.set()
         handled.clear()
         async with running(transport.consumer(pipeline, options)):
-            await eventually(
-                lambda: any(x.key == "slow" for x in handled), "the slow one comes again"
+            await wait_until(
+                lambda: any(x.key == "slow" for x in handled),
+                within=WAIT,
+                what="the slow one comes again",
             )
-            await eventually(lambda: len(handled) == 1 + len(fast_keys), "all came again")
+            await wait_until(
+                lambda: len(handled) == 1 + len(fast_keys), within=WAIT, what="all came again"
+            )
 
             async def all_committed() -> bool:
                 return await committed_offset(kafka_cluster, group, topic) == 1 + len(fast_keys)
 
-            await eventually_async(all_committed, "everything is committed")
+            await eventually(all_committed, within=WAIT, what="everything is committed")
     assert [x.attempt for x in handled] == [1] * (1 + len(fast_keys))
 
 
@@ -308,20 +291,22 @@ async def test_a_backlog_is_committed_as_it_is_worked_off_even_with_every_slot_t
         await transport.publish([order_created(naming, k) for k in keys])
 
         async with running(transport.consumer(pipeline, options)):
-            await eventually(lambda: len(handled) == 10, "the first ten are done")
+            await wait_until(lambda: len(handled) == 10, within=WAIT, what="the first ten are done")
 
             # The rest of the backlog is waiting for a slot; what is done still commits.
             async def first_ten_committed() -> bool:
                 return await committed_offset(kafka_cluster, group, topic) == 10
 
-            await eventually_async(first_ten_committed, "the first ten committed")
+            await eventually(first_ten_committed, within=WAIT, what="the first ten committed")
             release.set()
-            await eventually(lambda: len(handled) == len(keys), "the backlog is done")
+            await wait_until(
+                lambda: len(handled) == len(keys), within=WAIT, what="the backlog is done"
+            )
 
             async def all_committed() -> bool:
                 return await committed_offset(kafka_cluster, group, topic) == len(keys)
 
-            await eventually_async(all_committed, "the whole backlog committed")
+            await eventually(all_committed, within=WAIT, what="the whole backlog committed")
     assert handled == keys
 
 
@@ -347,7 +332,9 @@ async def test_stop_returns_while_every_slot_is_taken(
         consumer = transport.consumer(pipeline, options)
         task = asyncio.create_task(consumer.run())
         try:
-            await eventually(lambda: started_keys == ["first"], "the first one hangs")
+            await wait_until(
+                lambda: started_keys == ["first"], within=WAIT, what="the first one hangs"
+            )
             assert consumer.ready
         finally:
             consumer.stop()
@@ -380,9 +367,9 @@ async def test_a_retry_waiting_in_a_delay_topic_holds_no_handler_slot(
         await transport.declare(pipeline)
         async with running(transport.consumer(pipeline, options)):
             await transport.publish([order_created(naming, "flaky")])
-            await eventually(lambda: bool(failed_at), "the first try fails")
+            await wait_until(lambda: bool(failed_at), within=WAIT, what="the first try fails")
             await transport.publish([order_created(naming, f"steady-{n}") for n in range(3)])
-            await eventually(lambda: len(handled) == 4, "the retry comes back")
+            await wait_until(lambda: len(handled) == 4, within=WAIT, what="the retry comes back")
 
     assert [(x.key, x.attempt) for x in handled] == [
         ("steady-0", 1),
@@ -420,7 +407,7 @@ async def test_dead_letters_are_listed_redriven_and_purged_with_markers(
 
         async with running(transport.consumer(pipeline, ConsumerOptions())):
             await transport.publish(sent)
-            await eventually_async(both_dead, "both are dead letters")
+            await eventually(both_dead, within=WAIT, what="both are dead letters")
             letters = {x.headers[h.EVENT_ID]: x for x in await store.list(GROUP)}
             for message in sent:
                 letter = letters[message.headers[h.EVENT_ID]]
@@ -435,7 +422,9 @@ async def test_dead_letters_are_listed_redriven_and_purged_with_markers(
 
             refused.discard("refused-a")
             await store.redrive(GROUP, first)
-            await eventually(lambda: bool(handled), "the redriven letter is handled")
+            await wait_until(
+                lambda: bool(handled), within=WAIT, what="the redriven letter is handled"
+            )
             assert [(x.key, x.attempt) for x in handled] == [("refused-a", 1)]
             assert [x.id for x in await store.list(GROUP)] == [second.id]
 
@@ -445,7 +434,7 @@ async def test_dead_letters_are_listed_redriven_and_purged_with_markers(
             async def dead_again() -> bool:
                 return [x.id for x in await store.list(GROUP)] not in ([second.id], [])
 
-            await eventually_async(dead_again, "the second one is dead again")
+            await eventually(dead_again, within=WAIT, what="the second one is dead again")
             (again,) = await store.list(GROUP)
             assert again.body == second.body
             assert (again.source, again.attempts) == (naming.topic(OrderCreated), 1)

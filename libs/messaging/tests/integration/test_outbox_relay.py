@@ -269,11 +269,10 @@ async def test_two_relays_publish_10000_rows_exactly_once_in_key_order(
     unique_name: str,
 ) -> None:
     expected = await write_rows(sessions, keys=100, per_key=100)
-    naming = Naming(unique_name)
     other = await kafka_transport(kafka_cluster.bootstrap_servers, unique_name)
     try:
-        first = Relay(database_url, transport, naming=naming, settings=FAST)
-        second = Relay(database_url, other, naming=naming, settings=FAST)
+        first = Relay(database_url, transport, settings=FAST)
+        second = Relay(database_url, other, settings=FAST)
         async with relaying(first), relaying(second):
             await drained(sessions)
     finally:
@@ -309,7 +308,7 @@ async def test_kill_9_of_the_relay_mid_batch_loses_nothing(
     left = await unsent(sessions)
     assert 0 < left < total, "the relay must die with work left"
 
-    successor = Relay(database_url, transport, naming=Naming(unique_name), settings=FAST)
+    successor = Relay(database_url, transport, settings=FAST)
     async with relaying(successor):
         await wait_until(lambda: successor.is_leader, within=30, what="the successor to lead")
         await drained(sessions)
@@ -326,7 +325,7 @@ async def test_rows_committed_while_the_broker_is_down_are_published_when_it_ret
     broker = TansuBroker(tmp_path / "one", port=port)
     bootstrap = broker.start().bootstrap_servers
     transport = await kafka_transport(bootstrap, "outage")
-    relay = Relay(database_url, transport, naming=Naming("outage"), settings=FAST)
+    relay = Relay(database_url, transport, settings=FAST)
     try:
         async with relaying(relay):
             await wait_until(lambda: relay.is_leader, what="the relay to lead")

@@ -36,7 +36,7 @@ from shop.messaging.outcome import Ack, DeadLetter, Failure
 from shop.messaging.pipeline import OutcomeRecord, Pipeline
 from shop.messaging.settings import SqsSettings
 from shop.messaging.subscriber import Router
-from shop.messaging.testing import wait_until
+from shop.messaging.testing import outgoing, publish, wait_until
 from shop.messaging.transports.base import ConsumerOptions
 from shop.messaging.transports.sqs import (
     HEADERS_ATTRIBUTE,
@@ -105,15 +105,6 @@ async def transport(
 
 def envelope_of(contract: type[Any], key: str) -> Envelope[Any]:
     return wrap(examples()[contract], key=key)
-
-
-def outgoing(naming: Naming, envelope: Envelope[Any]) -> OutgoingMessage:
-    return OutgoingMessage(
-        topic=naming.topic(envelope.type),
-        key=envelope.key,
-        body=encode(envelope),
-        headers=message_headers(envelope),
-    )
 
 
 class Recorder:
@@ -248,10 +239,10 @@ async def test_without_auto_create_missing_topics_queues_and_messages_are_named(
             await t.declare(Recorder("other").pipeline)
         unknown = OutgoingMessage(topic=f"{unique_name}-nowhere", key="b", body=b"{}")
         batch = [
-            outgoing(naming, envelope_of(OrderCreated, "a")),
+            outgoing(envelope_of(OrderCreated, "a"), naming=naming),
             unknown,
-            outgoing(naming, envelope_of(OrderCreated, "b")),  # held back behind its key
-            outgoing(naming, envelope_of(OrderCreated, "c")),
+            outgoing(envelope_of(OrderCreated, "b"), naming=naming),  # held back behind its key
+            outgoing(envelope_of(OrderCreated, "c"), naming=naming),
         ]
         with pytest.raises(PublishError) as raised:
             await t.publish(batch)
@@ -276,7 +267,7 @@ async def test_each_queue_gets_only_the_types_it_subscribes_to(
     created = envelope_of(OrderCreated, "order-1")
     paid = envelope_of(PaymentReceived, "order-1")
 
-    await transport.publish([outgoing(naming, created), outgoing(naming, paid)])
+    await publish(transport, created, paid, naming=naming)
 
     [order_message] = await receive_all(sqs, (await transport.queues_of("orders")).url, 1)
     [payment_message] = await receive_all(sqs, (await transport.queues_of("payments")).url, 1)
@@ -301,7 +292,7 @@ async def test_a_retried_message_comes_back_after_its_delay_one_attempt_later(
     recorder.behaviour = fail_twice
     await transport.declare(recorder.pipeline)
     async with consuming(transport, recorder.pipeline):
-        await transport.publish([outgoing(transport.naming, envelope_of(OrderCreated, "o-1"))])
+        await publish(transport, envelope_of(OrderCreated, "o-1"))
         await wait_until(lambda: recorder.of(Ack) != [], within=WAIT, what="success")
 
     assert [attempt for _, attempt, _ in recorder.calls] == [1, 2, 3]
@@ -320,7 +311,7 @@ async def test_a_slow_handler_keeps_its_message_hidden(
     async with started(SqsTransport(settings, Naming(unique_name))) as transport:
         await transport.declare(recorder.pipeline)
         async with consuming(transport, recorder.pipeline):
-            await transport.publish([outgoing(transport.naming, envelope_of(OrderCreated, "o"))])
+            await publish(transport, envelope_of(OrderCreated, "o"))
             await wait_until(lambda: recorder.of(Ack) != [], within=WAIT, what="success")
             await asyncio.sleep(1.5)  # time for a redelivery, had visibility lapsed
         assert [attempt for _, attempt, _ in recorder.calls] == [1]
@@ -334,7 +325,7 @@ async def test_a_message_that_is_never_settled_is_moved_by_sqs(
     recorder = Recorder(GROUP, max_attempts=2)
     await transport.declare(recorder.pipeline)
     queues = await transport.queues_of(GROUP)
-    message = outgoing(transport.naming, envelope_of(OrderCreated, "crash"))
+    message = outgoing(envelope_of(OrderCreated, "crash"), naming=transport.naming)
     await transport.publish([message])
 
     receives = 0
@@ -374,7 +365,7 @@ async def test_dead_letters_are_listed_redriven_and_purged(
     queues = await transport.queues_of(GROUP)
     store = transport.dead_letter_store
     messages = {
-        key: outgoing(transport.naming, envelope_of(OrderCreated, key)) for key in ("a", "b")
+        key: outgoing(envelope_of(OrderCreated, key), naming=transport.naming) for key in ("a", "b")
     }
     async with consuming(transport, recorder.pipeline):
         await transport.publish(list(messages.values()))

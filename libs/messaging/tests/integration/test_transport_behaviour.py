@@ -29,10 +29,9 @@ from shop.messaging import (
 )
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
-from shop.messaging.outbox import message_headers
 from shop.messaging.outcome import Ack, DeadLetter, Retry
 from shop.messaging.pipeline import OutcomeRecord
-from shop.messaging.testing import eventually, running, wait_until
+from shop.messaging.testing import eventually, outgoing, publish_with, running, wait_until
 from shop.messaging.transports import Transport
 
 WAIT = 90.0
@@ -44,15 +43,6 @@ def order_created(key: str | None = None) -> Envelope[OrderCreated]:
     order_id = uuid.uuid4()
     event = examples.examples()[OrderCreated].model_copy(update={"order_id": order_id})
     return wrap(event, key=key or str(order_id))
-
-
-def outgoing(naming: Naming, envelope: Envelope[OrderCreated]) -> OutgoingMessage:
-    return OutgoingMessage(
-        topic=naming.topic(envelope.type),
-        key=envelope.key,
-        body=encode(envelope),
-        headers=message_headers(envelope),  # type: ignore[arg-type]
-    )
 
 
 def raw(naming: Naming, body: bytes, key: str = "raw") -> OutgoingMessage:
@@ -85,12 +75,7 @@ class Harness:
         )
 
     async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
-        transport = create_transport(self.settings)
-        await transport.start()
-        try:
-            await transport.publish(messages)
-        finally:
-            await transport.close()
+        await publish_with(self.settings, *messages)
 
     def dead_letters(self, worker: Worker) -> DeadLetters:
         return DeadLetters(worker.transport.dead_letter_store, self.group)
@@ -126,7 +111,7 @@ async def test_published_events_are_consumed(harness: Harness) -> None:
 
     envelopes = [order_created() for _ in range(5)]
     async with running(harness.worker(router)):
-        await harness.publish([outgoing(harness.naming, e) for e in envelopes])
+        await harness.publish([outgoing(e, naming=harness.naming) for e in envelopes])
         await wait_until(lambda: len(harness.handled) >= 5, within=WAIT, what="5 events")
     assert sorted(harness.handled) == sorted((str(e.event_id), 1) for e in envelopes)
 
@@ -142,7 +127,7 @@ async def test_transient_failure_is_retried_with_growing_delays(harness: Harness
 
     envelope = order_created()
     async with running(harness.worker(router)):
-        await harness.publish([outgoing(harness.naming, envelope)])
+        await harness.publish([outgoing(envelope, naming=harness.naming)])
         await wait_until(lambda: harness.outcomes_of(Ack) != [], within=WAIT, what="success")
 
     assert [attempt for _, attempt in harness.handled] == [1, 2, 3, 4]
@@ -168,7 +153,7 @@ async def test_poison_message_is_dead_lettered_after_max_attempts_while_others_f
     healthy = [order_created() for _ in range(4)]
     worker = harness.worker(router)
     async with running(worker):
-        await harness.publish([outgoing(harness.naming, e) for e in [poison, *healthy]])
+        await harness.publish([outgoing(e, naming=harness.naming) for e in [poison, *healthy]])
         await wait_until(
             lambda: len(harness.outcomes_of(DeadLetter)) == 1, within=WAIT, what="dead letter"
         )
@@ -200,7 +185,7 @@ async def test_permanent_error_is_dead_lettered_at_once(harness: Harness) -> Non
     envelope = order_created()
     worker = harness.worker(router)
     async with running(worker):
-        await harness.publish([outgoing(harness.naming, envelope)])
+        await harness.publish([outgoing(envelope, naming=harness.naming)])
         await wait_until(lambda: harness.outcomes_of(DeadLetter) != [], within=WAIT, what="DLQ")
         [letter] = await harness.stored_dead_letters(worker, 1)
     assert harness.handled == [(envelope.key, 1)]
@@ -248,7 +233,7 @@ async def test_bad_messages_are_dead_lettered_with_a_reason(harness: Harness) ->
     async with running(worker):
         await harness.publish(
             [raw(harness.naming, body, key=name) for name, (body, _) in bad.items()]
-            + [outgoing(harness.naming, good)]
+            + [outgoing(good, naming=harness.naming)]
         )
         await wait_until(
             lambda: len(harness.outcomes_of(DeadLetter)) == len(bad), within=WAIT, what="DLQ"
@@ -281,7 +266,7 @@ async def test_a_redriven_dead_letter_succeeds(harness: Harness) -> None:
     envelope = order_created()
     worker = harness.worker(router)
     async with running(worker):
-        await harness.publish([outgoing(harness.naming, envelope)])
+        await harness.publish([outgoing(envelope, naming=harness.naming)])
         await wait_until(lambda: harness.outcomes_of(DeadLetter) != [], within=WAIT, what="DLQ")
         dead_letters = harness.dead_letters(worker)
         [letter] = await harness.stored_dead_letters(worker, 1)
@@ -316,7 +301,7 @@ async def test_redelivered_message_has_no_second_effect(
         )
 
     envelope = order_created()
-    message = outgoing(harness.naming, envelope)
+    message = outgoing(envelope, naming=harness.naming)
     async with running(harness.worker(router, sessions=sessions)):
         await harness.publish([message])
         await wait_until(lambda: len(harness.outcomes_of(Ack)) == 1, within=WAIT, what="once")
@@ -346,7 +331,7 @@ async def test_sigterm_during_processing_loses_nothing(harness: Harness) -> None
     worker = harness.worker(router)
     run = asyncio.create_task(worker.run())
     await asyncio.wait_for(worker.started.wait(), WAIT)
-    await harness.publish([outgoing(harness.naming, e) for e in envelopes])
+    await harness.publish([outgoing(e, naming=harness.naming) for e in envelopes])
     await asyncio.wait_for(first_started.wait(), WAIT)
 
     os.kill(os.getpid(), signal.SIGTERM)  # the worker's own handler takes it
@@ -382,7 +367,7 @@ async def test_dead_letters_are_filtered_redriven_in_bulk_and_purged(harness: Ha
     worker = harness.worker(router)
     async with running(worker):
         dead_letters = harness.dead_letters(worker)
-        await harness.publish([outgoing(harness.naming, e) for e in [*bounced, *broken]])
+        await harness.publish([outgoing(e, naming=harness.naming) for e in [*bounced, *broken]])
         await harness.stored_dead_letters(worker, 5)
         assert len(await dead_letters.list(DeadLetterFilter(error_type="ValueError"))) == 3
         purged = await dead_letters.purge(DeadLetterFilter(error_contains="mailbox"))

@@ -7,12 +7,12 @@ import json
 import signal
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 from shop.devstack.process import free_port
+from shop.devstack.testing import wait_for_line
 
 SCRIPT = Path(__file__).with_name("worker_process.py")
 
@@ -23,18 +23,6 @@ def get(url: str) -> tuple[int, str]:
             return reply.status, reply.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
-
-
-def wait_for_line(process: subprocess.Popen[str], expected: str, within: float = 30) -> None:
-    deadline = time.monotonic() + within
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if expected in line:
-            return
-        if not line and process.poll() is not None:
-            break
-    raise AssertionError(f"worker never printed {expected!r}")
 
 
 def test_sigterm_drains_the_message_in_flight_and_exits_zero() -> None:

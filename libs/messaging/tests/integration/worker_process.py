@@ -7,11 +7,10 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from shop.contracts import OrderCreated, encode, examples, wrap
+from shop.contracts import OrderCreated, examples, wrap
 from shop.messaging import MessageContext, MessagingSettings, Router, Worker
 from shop.messaging.logging import configure_logging
-from shop.messaging.message import OutgoingMessage
-from shop.messaging.naming import Naming
+from shop.messaging.testing import publish
 from shop.messaging.transports.memory import MemoryTransport
 
 
@@ -31,9 +30,7 @@ async def main(port: int) -> None:
     )
     run = asyncio.create_task(worker.run())
     await worker.started.wait()
-    envelope = wrap(examples.examples()[OrderCreated], key="order-1")
-    topic = Naming().topic(OrderCreated)
-    await transport.publish([OutgoingMessage(topic, envelope.key, encode(envelope))])
+    await publish(transport, wrap(examples.examples()[OrderCreated], key="order-1"))
     await run
 
 

@@ -24,7 +24,7 @@ from pydantic import SecretStr
 from shop.devstack import SmtpSink
 from shop.devstack.process import free_port
 from shop.notification.adapters.smtp import SmtpEmailSender
-from shop.notification.email import Attachment, Email, EmailRejected, EmailUnavailable
+from shop.notification.ports import Attachment, Email, EmailRejected, EmailUnavailable
 from shop.notification.settings import SmtpSettings
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from shop.contracts import OrderCreated
 from shop.devstack import SmtpSink
 from shop.devstack.process import free_port
+from shop.devstack.testing import wait_for_line
 from shop.messaging.testing import eventually
 from shop.notification.settings import NotificationSettings
 
@@ -61,18 +62,6 @@ def wait_until_ready(port: int, within: float = 60) -> None:
             pass
         time.sleep(0.2)
     raise AssertionError(f"the worker on health port {port} never became ready")
-
-
-def wait_for_line(process: subprocess.Popen[str], expected: str, within: float = 60) -> str:
-    deadline = time.monotonic() + within
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if expected in line:
-            return line
-        if not line and process.poll() is not None:
-            break
-    raise AssertionError(f"the worker never printed {expected!r}")
 
 
 def stop(process: subprocess.Popen[str]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shop.notification.adapters.faults import FaultyEmailSender
-from shop.notification.email import Email, EmailUnavailable
+from shop.notification.ports import Email, EmailUnavailable
 from shop.notification.settings import FaultSettings
 
 EMAIL = Email("ayu@example.com", "s", "t", "<p>h</p>", "<1@skincare-shop.example>")

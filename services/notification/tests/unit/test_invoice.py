@@ -11,8 +11,8 @@ from pypdf import PdfReader
 
 from shop.contracts import OrderPaid
 from shop.contracts.examples import examples
-from shop.notification.adapters.invoice import invoice_number, render_invoice
-from shop.notification.rendering import ShopIdentity
+from shop.notification.domain.invoice import invoice_number, render_invoice
+from shop.notification.domain.rendering import ShopIdentity
 
 SHOP = ShopIdentity(
     name="Glow Lab",

@@ -13,10 +13,11 @@ from structlog.testing import capture_logs
 from shop.contracts import Contract, OrderCreated, OrderPaid, wrap
 from shop.contracts.examples import examples
 from shop.messaging import MessageContext, PermanentError, TransientError
+from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.kinds import NotificationKind
-from shop.notification.email import Email, EmailRejected, EmailUnavailable
-from shop.notification.notifications import Notifier
-from shop.notification.rendering import ShopIdentity
+from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
+from shop.notification.ports import Email, EmailRejected, EmailUnavailable
+from shop.notification.service_layer.notifier import Notifier
 
 SHOP = ShopIdentity("Skincare Shop", "Jl. Kemang Raya 12", "help@shop.example", "https://s.example")
 
@@ -54,7 +55,13 @@ def context_of(event: Contract) -> MessageContext:
 
 
 def notifier(provider: Provider, sent_log: SentLog) -> Notifier:
-    return Notifier(sent_log, provider, SHOP, message_id_domain="shop.example")
+    return Notifier(
+        sent_log,
+        provider,
+        EmailRenderer(SHOP),
+        InvoiceRenderer(SHOP),
+        message_id_domain="shop.example",
+    )
 
 
 CREATED = examples()[OrderCreated]

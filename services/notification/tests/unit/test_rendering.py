@@ -12,7 +12,7 @@ from jinja2 import DictLoader, UndefinedError
 from shop.contracts import OrderCancelled, OrderCreated, OrderPaid
 from shop.contracts.examples import examples
 from shop.contracts.orders import OrderFacts
-from shop.notification.rendering import (
+from shop.notification.domain.rendering import (
     EmailRenderer,
     RenderedEmail,
     ShopIdentity,

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr, ValidationError
 
+from shop.messaging import MessagingSettings
 from shop.notification.settings import NotificationSettings, SmtpSettings
 
 
@@ -29,3 +30,20 @@ def test_a_ca_file_that_is_not_there_is_refused(tmp_path: Path) -> None:
 def test_fault_injection_is_refused_in_production() -> None:
     with pytest.raises(ValidationError, match="fault injection"):
         NotificationSettings(environment="production", faults={"enabled": True})  # type: ignore[arg-type]
+
+
+def test_production_refuses_the_memory_transport_and_a_missing_namespace() -> None:
+    with pytest.raises(ValidationError) as refused:
+        NotificationSettings(environment="production")
+
+    message = str(refused.value)
+    assert "SHOP_NOTIFICATION_MESSAGING__TRANSPORT is memory" in message
+    assert "SHOP_NOTIFICATION_MESSAGING__NAMESPACE is empty" in message
+
+
+def test_production_on_a_broker_with_a_namespace_starts() -> None:
+    messaging = MessagingSettings(transport="sqs", namespace="prod")
+
+    assert (
+        NotificationSettings(environment="production", messaging=messaging).messaging == messaging
+    )

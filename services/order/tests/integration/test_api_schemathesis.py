@@ -26,11 +26,12 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from shop.database import sqlalchemy_url
+from shop.database import create_engine, session_factory, sqlalchemy_url
+from shop.order.adapters.catalogue import seed_catalogue
 from shop.order.api.app import create_app
 from shop.order.api.auth import issue_token
-from shop.order.catalogue import seed_catalogue
-from shop.order.database import migrate
+from shop.order.bootstrap import postgres_stores
+from shop.order.migrations import migrate
 from shop.order.settings import OrderSettings
 
 CHECKS = [
@@ -63,7 +64,7 @@ def app_on(database_url: str) -> FastAPI:
     """The real app on ``database_url``. Schemathesis calls it from its own event loop
     thread, so the engine keeps no pooled connections bound to any one loop."""
     engine = create_async_engine(sqlalchemy_url(database_url), poolclass=NullPool)
-    return create_app(settings_for(database_url), engine)
+    return create_app(settings_for(database_url), postgres_stores(engine))
 
 
 class AppUnderTest:
@@ -93,8 +94,12 @@ def app_under_test(module_database_url: str) -> Iterator[FastAPI]:
     app = app_on(module_database_url)
 
     async def seed() -> None:
-        async with app.state.sessions() as session, session.begin():
-            assert await seed_catalogue(session) == 12
+        engine = create_engine(module_database_url, pool_size=1)
+        try:
+            async with session_factory(engine)() as session, session.begin():
+                assert await seed_catalogue(session) == 12
+        finally:
+            await engine.dispose()
 
     asyncio.run(seed())
     APP.target = app

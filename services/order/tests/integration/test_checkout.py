@@ -14,6 +14,7 @@ from shop.database import create_engine
 from shop.messaging.schema import outbox
 from shop.order.adapters.tables import orders, products
 from shop.order.api.app import create_app
+from shop.order.bootstrap import postgres_stores
 from shop.order.settings import OrderSettings
 
 
@@ -137,7 +138,7 @@ async def test_a_lost_database_connection_is_a_503_and_the_next_checkout_gets_a_
 ) -> None:
     # One pooled connection, so the checkout after the loss meets the same pool slot.
     engine = create_engine(order_settings.database_url, pool_size=1)
-    app = create_app(order_settings, engine)
+    app = create_app(order_settings, postgres_stores(engine))
     transport = httpx.ASGITransport(app=app)
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://order.test") as client:

@@ -9,24 +9,24 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
-import asyncpg
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from shop.contracts import Envelope, OrderCreated, OrderPaid, PaymentReceived, decode, encode, wrap
+from shop.contracts import Envelope, OrderCreated, OrderPaid, PaymentReceived, decode, wrap
 from shop.devstack.kafka import KafkaCluster
-from shop.messaging import KafkaSettings, Naming, create_transport
-from shop.messaging.message import OutgoingMessage
-from shop.messaging.outbox import message_headers
+from shop.messaging import KafkaSettings, Naming
 from shop.messaging.schema import outbox
-from shop.messaging.testing import eventually, running
-from shop.order import cancellation, checkout
+from shop.messaging.testing import eventually, publish_with, running
+from shop.order.adapters.checkout import AsyncpgCheckoutStore
+from shop.order.adapters.orders import SqlOrderStore
 from shop.order.adapters.tables import orders, payment_conflicts
 from shop.order.bootstrap import build_worker
-from shop.order.database import driver_connection
 from shop.order.domain.customer import Customer
+from shop.order.ports import CheckoutTransaction
+from shop.order.service_layer import cancellation
+from shop.order.service_layer.checkout import place_in_transaction
 from shop.order.settings import OrderSettings
 
 CUSTOMER = Customer(id="cust_ayu", email="ayu@example.com")
@@ -76,15 +76,15 @@ async def read(consumer: AIOKafkaConsumer, seconds: float) -> list[Envelope[Orde
 
 
 @contextlib.asynccontextmanager
-async def checkout_transaction(engine: AsyncEngine) -> AsyncIterator[asyncpg.Connection]:
-    """A connection inside the transaction a checkout runs in."""
-    async with driver_connection(engine) as connection, connection.transaction():
-        yield connection
+async def checkout_transaction(engine: AsyncEngine) -> AsyncIterator[CheckoutTransaction]:
+    """The transaction a checkout runs in, held open by the test."""
+    async with AsyncpgCheckoutStore(engine).transaction() as checkout:
+        yield checkout
 
 
-async def place_order(connection: asyncpg.Connection, key: str = "k1") -> uuid.UUID:
-    answer = await checkout.place_order(
-        connection, CUSTOMER, [("SERUM-NIA-30", 1)], idempotency_key=key, request_hash="h"
+async def place_order(checkout: CheckoutTransaction, key: str = "k1") -> uuid.UUID:
+    answer = await place_in_transaction(
+        checkout, CUSTOMER, [("SERUM-NIA-30", 1)], idempotency_key=key, request_hash="h"
     )
     return answer.order_id
 
@@ -96,8 +96,8 @@ async def test_order_created_reaches_the_bus_only_after_the_commit(
 ) -> None:
     worker = build_worker(kafka_settings, health_port=0)
     async with running(worker), topic_reader(kafka_settings, OrderCreated) as reader:
-        async with checkout_transaction(engine) as connection:
-            order_id = await place_order(connection)
+        async with checkout_transaction(engine) as checkout:
+            order_id = await place_order(checkout)
             assert await read(reader, 1.5) == []  # the relay runs, but sees nothing yet
         arrived = await read(reader, 10)
     assert [e.payload.order_id for e in arrived] == [order_id]
@@ -109,16 +109,16 @@ async def test_a_checkout_whose_transaction_fails_publishes_nothing(
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
     async def failing_checkout() -> None:
-        async with checkout_transaction(engine) as connection:
-            await place_order(connection, key="doomed")
+        async with checkout_transaction(engine) as checkout:
+            await place_order(checkout, key="doomed")
             raise RuntimeError("payment provider unreachable while reserving")
 
     worker = build_worker(kafka_settings, health_port=0)
     async with running(worker), topic_reader(kafka_settings, OrderCreated) as reader:
         with pytest.raises(RuntimeError):
             await failing_checkout()
-        async with checkout_transaction(engine) as connection:
-            good = await place_order(connection, key="fine")
+        async with checkout_transaction(engine) as checkout:
+            good = await place_order(checkout, key="fine")
         arrived = await read(reader, 5)
     assert [e.payload.order_id for e in arrived] == [good]
 
@@ -136,18 +136,7 @@ def payment_for(order_id: uuid.UUID, amount: int) -> Envelope[PaymentReceived]:
 
 
 async def deliver(settings: OrderSettings, envelope: Envelope[PaymentReceived], times: int) -> None:
-    transport = create_transport(settings.messaging)
-    await transport.start()
-    try:
-        message = OutgoingMessage(
-            Naming(settings.messaging.namespace).topic(PaymentReceived),
-            envelope.key,
-            encode(envelope),
-            message_headers(envelope),  # type: ignore[arg-type]
-        )
-        await transport.publish([message] * times)
-    finally:
-        await transport.close()
+    await publish_with(settings.messaging, *[envelope] * times)
 
 
 async def status_of(sessions: async_sessionmaker[AsyncSession], order_id: uuid.UUID) -> str:
@@ -167,8 +156,8 @@ async def test_payment_received_twice_moves_the_order_to_paid_exactly_once(
     engine: AsyncEngine,
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
-    async with checkout_transaction(engine) as connection:
-        order_id = await place_order(connection)
+    async with checkout_transaction(engine) as checkout:
+        order_id = await place_order(checkout)
     worker = build_worker(kafka_settings, health_port=0)
     async with running(worker), topic_reader(kafka_settings, OrderPaid) as reader:
         await deliver(kafka_settings, payment_for(order_id, 89000), times=2)
@@ -189,10 +178,9 @@ async def test_payment_for_a_cancelled_order_is_recorded_as_a_refund_due_not_app
     engine: AsyncEngine,
     sessions: async_sessionmaker[AsyncSession],
 ) -> None:
-    async with checkout_transaction(engine) as connection:
-        order_id = await place_order(connection)
-    async with sessions() as session, session.begin():
-        await cancellation.cancel_order(session, CUSTOMER, order_id)
+    async with checkout_transaction(engine) as checkout:
+        order_id = await place_order(checkout)
+    await cancellation.cancel_order(SqlOrderStore(sessions), CUSTOMER, order_id)
     worker = build_worker(kafka_settings, health_port=0)
     async with running(worker):
         await deliver(kafka_settings, payment_for(order_id, 89000), times=1)

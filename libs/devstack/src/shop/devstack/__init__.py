@@ -1,6 +1,7 @@
 """Embedded infrastructure for development and tests, started on free ports and stopped after.
 
-The pytest fixtures live in :mod:`shop.devstack.pytest_plugin`, loaded automatically.
+The pytest fixtures live in :mod:`shop.devstack.pytest_plugin`, registered by this package's
+``pytest11`` entry point; helpers for tests that run processes in :mod:`shop.devstack.testing`.
 """
 
 from shop.devstack.aws import AwsEndpoint, MotoServer

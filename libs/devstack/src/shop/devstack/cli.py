@@ -7,7 +7,7 @@ import signal
 import threading
 from pathlib import Path
 from types import FrameType
-from typing import Annotated
+from typing import Annotated, Final
 
 import typer
 from rich.console import Console
@@ -20,6 +20,9 @@ from shop.devstack.stack import Devstack, Endpoints
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()
+
+READY_LINE: Final = "ready — press Ctrl-C to stop"
+"""Printed once every part (and every shop process) is up; tests wait for it."""
 
 
 def _describe_processes(processes: list[ShopProcess]) -> Table:
@@ -92,7 +95,7 @@ def up(
         if procfile is not None:
             processes = _start_processes(procfile, endpoints, stack.workdir)
             console.print(_describe_processes(processes.processes))
-        console.print("ready — press Ctrl-C to stop", highlight=False)
+        console.print(READY_LINE, highlight=False)
         while not stop_requested.wait(0.5):
             pass
     except DevstackError as error:

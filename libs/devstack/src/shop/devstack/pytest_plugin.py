@@ -3,6 +3,10 @@
 Servers start lazily, the first time a test asks for them, so a unit-test run starts
 nothing. Every server started here is stopped at the end of the session, failed tests
 or not; a server that cannot start fails its tests with one readable line.
+
+Registered once, by the ``pytest11`` entry point in ``libs/devstack/pyproject.toml``, so a
+test gets these fixtures by naming them, with no import or ``pytest_plugins`` (naming it
+there too would register it twice, which pytest refuses). See ``libs/devstack/README.md``.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ _ADD = text(
 _ADD_POSITIONAL = _insert_and_notify("$1", "$2", "$3", "$4::jsonb", "$5")
 
 
-def message_headers(envelope: Envelope[Contract]) -> dict[str, str]:
+def message_headers(envelope: Envelope[Any]) -> dict[str, str]:
     """Headers a consumer can route and trace by without decoding the body."""
     result = {
         headers.MESSAGE_TYPE: envelope.type,
@@ -46,7 +46,7 @@ def message_headers(envelope: Envelope[Contract]) -> dict[str, str]:
     return result
 
 
-def outbox_row(envelope: Envelope[Contract]) -> dict[str, Any]:
+def outbox_row(envelope: Envelope[Any]) -> dict[str, Any]:
     """The outbox row of ``envelope`` (``add`` writes one; bulk loaders write many)."""
     return {
         "event_id": envelope.event_id,

@@ -27,7 +27,6 @@ from pydantic import BaseModel, Field
 from shop.messaging.errors import PublishError
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.metrics import Metrics
-from shop.messaging.naming import Naming
 from shop.messaging.schema import OUTBOX_CHANNEL
 from shop.messaging.transports.base import Transport
 
@@ -84,13 +83,16 @@ class Relay:
         database_url: str,
         transport: Transport,
         *,
-        naming: Naming | None = None,
         settings: RelaySettings | None = None,
         metrics: Metrics | None = None,
     ) -> None:
+        """Relay the outbox of the database at ``database_url`` (``postgresql://…``; a
+        SQLAlchemy ``+driver`` suffix is dropped) through ``transport``, to the topics its
+        naming gives: what one service publishes and what its consumers subscribe to are
+        named by the same namespace."""
         self.dsn = asyncpg_dsn(database_url)
         self.transport = transport
-        self.naming = naming or Naming()
+        self.naming = transport.naming
         self.settings = settings or RelaySettings()
         self.metrics = metrics or Metrics()
         self.lock_key = zlib.crc32(f"shop.messaging.relay:{self.settings.name}".encode())

@@ -47,3 +47,20 @@ class MessagingSettings(BaseModel):
     drain_timeout: float = Field(default=30.0, ge=0)
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     sqs: SqsSettings = Field(default_factory=SqsSettings)
+
+    def unfit_for_production(self, prefix: str) -> list[str]:
+        """What would make a deployed service lose or cross messages, each named by its
+        variable (``prefix`` is the service's, e.g. ``SHOP_ORDER_MESSAGING__``). Empty when
+        fit. The defaults suit one developer's machine and are refused in production."""
+        problems = []
+        if self.transport == "memory":
+            problems.append(
+                f"{prefix}TRANSPORT is memory, which keeps messages inside one process: "
+                "set kafka or sqs"
+            )
+        if not self.namespace:
+            problems.append(
+                f"{prefix}NAMESPACE is empty: name the stack, so that stacks sharing a broker "
+                "never read each other's messages"
+            )
+        return problems

@@ -1,5 +1,6 @@
 """Helpers for tests of services that use this library (no fakes: real workers, run in the
-background of a test, and polling for what they did)."""
+background of a test, messages put on a real transport as a relay would, and polling for
+what they did)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,56 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
+from shop.contracts import Envelope, encode
+from shop.messaging.message import OutgoingMessage
+from shop.messaging.naming import Naming
+from shop.messaging.outbox import message_headers
+from shop.messaging.settings import MessagingSettings
+from shop.messaging.transports import Transport, create_transport
 from shop.messaging.worker import Worker
+
+UNSCOPED = Naming()
+"""Topic names without a namespace: what a transport made with no settings uses."""
+
+
+def outgoing(envelope: Envelope[Any], *, naming: Naming = UNSCOPED) -> OutgoingMessage:
+    """``envelope`` as the relay sends it: on its type's topic (in ``naming``'s namespace),
+    keyed by its aggregate, with the headers consumers route and trace by."""
+    return OutgoingMessage(
+        topic=naming.topic(envelope.type),
+        key=envelope.key,
+        body=encode(envelope),
+        headers=message_headers(envelope),
+    )
+
+
+async def publish(
+    transport: Transport,
+    *messages: Envelope[Any] | OutgoingMessage,
+    naming: Naming | None = None,
+) -> None:
+    """Publish ``messages``, in one batch and in order, on ``transport`` (started); each
+    envelope goes as :func:`outgoing` makes it, to the topic ``naming`` gives (by default
+    the transport's own, which its consumers subscribe to)."""
+    naming = naming or transport.naming
+    await transport.publish(
+        [m if isinstance(m, OutgoingMessage) else outgoing(m, naming=naming) for m in messages]
+    )
+
+
+async def publish_with(
+    settings: MessagingSettings, *messages: Envelope[Any] | OutgoingMessage
+) -> None:
+    """:func:`publish` on a transport of ``settings`` of its own, started for this and closed
+    after: messages arriving as another service's relay would send them."""
+    transport = create_transport(settings)
+    await transport.start()
+    try:
+        await publish(transport, *messages)
+    finally:
+        await transport.close()
 
 
 async def eventually(

@@ -8,10 +8,11 @@ from shop.messaging.logging import configure_logging
 from shop.notification.adapters.faults import FaultyEmailSender
 from shop.notification.adapters.sent_log import SqlSentLog
 from shop.notification.adapters.smtp import SmtpEmailSender
-from shop.notification.email import EmailSender
+from shop.notification.domain.invoice import InvoiceRenderer
+from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
 from shop.notification.handlers import build_router
-from shop.notification.notifications import Notifier, message_id_domain
-from shop.notification.rendering import ShopIdentity
+from shop.notification.ports import EmailSender
+from shop.notification.service_layer.notifier import Notifier, message_id_domain
 from shop.notification.settings import NotificationSettings
 
 
@@ -38,7 +39,8 @@ def build_worker(
     notifier = Notifier(
         SqlSentLog(session_factory(engine)),
         sender or build_sender(settings),
-        shop,
+        EmailRenderer(shop),
+        InvoiceRenderer(shop),
         message_id_domain=message_id_domain(settings.smtp.sender),
     )
     router = build_router(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from shop.notification.database import migrate
+from shop.notification.migrations import migrate
 from shop.notification.settings import NotificationSettings
 
 app = typer.Typer(help="notification-service administration.", no_args_is_help=True)

@@ -10,7 +10,7 @@ from functools import partial
 
 from shop.contracts import ConsumerGroup, OrderCancelled, OrderCreated, OrderPaid
 from shop.messaging import MessageContext, Router
-from shop.notification.notifications import Notifier
+from shop.notification.service_layer.notifier import Notifier
 
 
 def build_router(notifier: Notifier, *, max_attempts: int, max_in_flight: int) -> Router:

@@ -1,10 +1,15 @@
-"""The service's port to an e-mail provider: what an e-mail is, how it is sent, and the two
-ways sending can fail. Adapters (SMTP, the fault-injecting wrapper) live in ``adapters/``."""
+"""What notification-service's use case needs from the world, as Protocols: an e-mail
+provider (what an e-mail is, how it is sent, and the two ways sending can fail) and the
+record of what was sent. Adapters (SMTP, the fault-injecting wrapper, Postgres) live in
+``adapters/``; unit tests implement them with fakes."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Protocol
+
+from shop.notification.domain.kinds import NotificationKind
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,3 +46,21 @@ class EmailSender(Protocol):
     async def send(self, email: Email) -> None:
         """Hand ``email`` to the provider; return once it accepted it. Raises
         :class:`EmailRejected` or :class:`EmailUnavailable`."""
+
+
+class SentLog(Protocol):
+    """Which e-mails have been sent: at most one per (order, kind)."""
+
+    async def already_sent(self, order_id: uuid.UUID, kind: NotificationKind) -> bool: ...
+
+    async def mark_sent(
+        self,
+        order_id: uuid.UUID,
+        kind: NotificationKind,
+        *,
+        recipient: str,
+        message_id: str,
+        event_id: uuid.UUID,
+    ) -> bool:
+        """Record the sending; False when it was recorded already."""
+        ...

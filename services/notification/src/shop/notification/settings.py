@@ -88,7 +88,13 @@ class NotificationSettings(BaseSettings):
     messaging: MessagingSettings = Field(default_factory=MessagingSettings)
 
     @model_validator(mode="after")
-    def no_faults_in_production(self) -> Self:
-        if self.environment == "production" and self.faults.enabled:
-            raise ValueError("fault injection (SHOP_NOTIFICATION_FAULTS__ENABLED) is for demos")
+    def fit_for_production(self) -> Self:
+        """Refuse, at start-up, the development defaults that must not be deployed."""
+        if self.environment != "production":
+            return self
+        problems = self.messaging.unfit_for_production("SHOP_NOTIFICATION_MESSAGING__")
+        if self.faults.enabled:
+            problems.append("fault injection (SHOP_NOTIFICATION_FAULTS__ENABLED) is for demos")
+        if problems:
+            raise ValueError("; ".join(problems))
         return self

@@ -1,44 +1,59 @@
-"""The one place that wires concrete adapters: database, transport, app, worker."""
+"""The one place that wires concrete adapters: database, transport, app, worker. Unit tests
+wire fakes into the app through ``build_app(settings, stores=…)`` and into the worker's
+handlers through :func:`shop.order.handlers.build_router`."""
 
 from __future__ import annotations
 
 from fastapi import FastAPI
+from sqlalchemy.ext.asyncio import AsyncEngine
 
-from shop.database import create_engine, session_factory, sqlalchemy_url
-from shop.messaging import Naming, Relay, Worker, create_transport
+from shop.database import create_engine, session_factory
+from shop.messaging import Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
+from shop.order.adapters.checkout import AsyncpgCheckoutStore
+from shop.order.adapters.orders import SqlOrderStore
 from shop.order.api.app import create_app
-from shop.order.handlers import router
+from shop.order.handlers import build_router
+from shop.order.ports import Stores
 from shop.order.settings import OrderSettings
 
 
-def build_app(settings: OrderSettings) -> FastAPI:
+def postgres_stores(engine: AsyncEngine) -> Stores:
+    """The orders and the checkout on ``engine`` (one pool, one connection budget); closing
+    the stores disposes of the engine."""
+    return Stores(
+        orders=SqlOrderStore(session_factory(engine)),
+        checkout=AsyncpgCheckoutStore(engine),
+        close=[engine.dispose],
+    )
+
+
+def build_app(settings: OrderSettings, *, stores: Stores | None = None) -> FastAPI:
     configure_logging(json=settings.log_json)
-    engine = create_engine(settings.database_url, pool_size=settings.db_pool_size)
-    return create_app(settings, engine)
+    if stores is None:
+        stores = postgres_stores(
+            create_engine(settings.database_url, pool_size=settings.db_pool_size)
+        )
+    return create_app(settings, stores)
 
 
 def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> Worker:
     """Consumes PaymentReceived and, unless turned off, relays the outbox."""
     configure_logging(json=settings.log_json)
     engine = create_engine(settings.database_url, pool_size=4)
+    stores = postgres_stores(engine)
     transport = create_transport(settings.messaging)
     relay = (
-        Relay(
-            sqlalchemy_url(settings.database_url),
-            transport,
-            naming=Naming(settings.messaging.namespace),
-            settings=settings.relay,
-        )
+        Relay(settings.database_url, transport, settings=settings.relay)
         if settings.run_relay
         else None
     )
     return Worker(
         settings.messaging,
         transport,
-        routers=[router],
+        routers=[build_router(stores.orders)],
         sessions=session_factory(engine),
         relay=relay,
         health_port=settings.worker_health_port if health_port is None else health_port,
-        on_close=[engine.dispose],
+        on_close=list(stores.close),
     )

@@ -8,9 +8,9 @@ from datetime import timedelta
 import typer
 
 from shop.database import create_engine, session_factory
+from shop.order.adapters.catalogue import seed_catalogue
 from shop.order.api.auth import issue_token
-from shop.order.catalogue import seed_catalogue
-from shop.order.database import migrate
+from shop.order.migrations import migrate
 from shop.order.settings import OrderSettings
 
 app = typer.Typer(help="order-service administration.", no_args_is_help=True)

@@ -35,10 +35,13 @@ class OrderSettings(BaseSettings):
     """The relay runs in the worker by default; turn it off to run it as its own process."""
 
     @model_validator(mode="after")
-    def no_development_secrets_outside_development(self) -> Self:
-        if (
-            self.environment == "production"
-            and self.jwt_secret.get_secret_value() == DEVELOPMENT_JWT_SECRET
-        ):
-            raise ValueError("SHOP_ORDER_JWT_SECRET must be set outside development")
+    def fit_for_production(self) -> Self:
+        """Refuse, at start-up, the development defaults that must not be deployed."""
+        if self.environment != "production":
+            return self
+        problems = self.messaging.unfit_for_production("SHOP_ORDER_MESSAGING__")
+        if self.jwt_secret.get_secret_value() == DEVELOPMENT_JWT_SECRET:
+            problems.append("SHOP_ORDER_JWT_SECRET must be set outside development")
+        if problems:
+            raise ValueError("; ".join(problems))
         return self

@@ -7,7 +7,7 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 
-from shop.notification.email import Email, EmailSender, EmailUnavailable
+from shop.notification.ports import Email, EmailSender, EmailUnavailable
 from shop.notification.settings import FaultSettings
 
 

@@ -1,5 +1,5 @@
 """The record of e-mails sent, in ``order_notifications``: the SQL side of
-:class:`shop.notification.notifications.SentLog`."""
+:class:`shop.notification.ports.SentLog`."""
 
 from __future__ import annotations
 

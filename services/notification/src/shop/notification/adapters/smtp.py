@@ -17,7 +17,7 @@ from email.utils import formatdate
 import aiosmtplib
 from email_validator import EmailNotValidError, validate_email
 
-from shop.notification.email import Email, EmailRejected, EmailUnavailable
+from shop.notification.ports import Email, EmailRejected, EmailUnavailable
 from shop.notification.settings import SmtpSettings
 
 

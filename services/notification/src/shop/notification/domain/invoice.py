@@ -16,7 +16,7 @@ from fpdf.enums import XPos, YPos
 from shop.contracts import OrderPaid
 from shop.contracts.orders import OrderLine
 from shop.notification.domain.money import require_rupiah, rupiah, wib
-from shop.notification.rendering import ShopIdentity
+from shop.notification.domain.rendering import ShopIdentity
 
 # The core fonts are declared with WinAnsiEncoding in the PDF, which is Windows-1252: using it
 # rather than fpdf2's default latin-1 keeps the dashes and curly quotes of product names.
@@ -36,6 +36,16 @@ _COLUMN_ALIGNMENT = ("LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT")
 def invoice_number(event: OrderPaid) -> str:
     """One invoice per paid order, so its number is derived, and needs no counter to keep."""
     return f"INV-{event.order_number}"
+
+
+class InvoiceRenderer:
+    """The invoices of one shop."""
+
+    def __init__(self, shop: ShopIdentity) -> None:
+        self.shop = shop
+
+    def render(self, event: OrderPaid) -> bytes:
+        return render_invoice(event, self.shop)
 
 
 def render_invoice(event: OrderPaid, shop: ShopIdentity) -> bytes:

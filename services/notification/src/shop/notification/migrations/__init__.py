@@ -1,4 +1,5 @@
-"""notification-service's database migrations."""
+"""notification-service's Alembic migrations (``env.py`` and ``versions/`` beside this
+file), run from code: ``python -m shop.notification migrate``, test fixtures, benchmarks."""
 
 from __future__ import annotations
 
@@ -6,6 +7,6 @@ from pathlib import Path
 
 from shop.database import Migrations
 
-MIGRATIONS = Migrations(Path(__file__).with_name("migrations"))
+MIGRATIONS = Migrations(Path(__file__).parent)
 migrate = MIGRATIONS.upgrade
 migrate_async = MIGRATIONS.upgrade_async

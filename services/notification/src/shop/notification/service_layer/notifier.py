@@ -9,39 +9,26 @@ which its stable Message-ID makes recognisable. Never a lost one.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from email.utils import parseaddr
-from typing import Protocol
 
 from shop.contracts import OrderCancelled, OrderCreated, OrderPaid
 from shop.contracts.orders import OrderFacts
 from shop.messaging import MessageContext, PermanentError, TransientError
-from shop.notification.adapters.invoice import render_invoice
+from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.kinds import NotificationKind
-from shop.notification.email import Attachment, Email, EmailRejected, EmailSender, EmailUnavailable
-from shop.notification.rendering import EmailRenderer, RenderedEmail, ShopIdentity
+from shop.notification.domain.rendering import EmailRenderer, RenderedEmail
+from shop.notification.ports import (
+    Attachment,
+    Email,
+    EmailRejected,
+    EmailSender,
+    EmailUnavailable,
+    SentLog,
+)
 
 Composed = tuple[RenderedEmail, tuple[Attachment, ...]]
 """What an e-mail says, and what it carries."""
-
-
-class SentLog(Protocol):
-    """Which e-mails have been sent: at most one per (order, kind)."""
-
-    async def already_sent(self, order_id: uuid.UUID, kind: NotificationKind) -> bool: ...
-
-    async def mark_sent(
-        self,
-        order_id: uuid.UUID,
-        kind: NotificationKind,
-        *,
-        recipient: str,
-        message_id: str,
-        event_id: uuid.UUID,
-    ) -> bool:
-        """Record the sending; False when it was recorded already."""
-        ...
 
 
 class Notifier:
@@ -51,14 +38,15 @@ class Notifier:
         self,
         sent_log: SentLog,
         sender: EmailSender,
-        shop: ShopIdentity,
+        renderer: EmailRenderer,
+        invoices: InvoiceRenderer,
         *,
         message_id_domain: str,
     ) -> None:
         self.sent_log = sent_log
         self.sender = sender
-        self.shop = shop
-        self.renderer = EmailRenderer(shop)
+        self.renderer = renderer
+        self.invoices = invoices
         self.message_id_domain = message_id_domain
 
     async def confirm_order(self, event: OrderCreated, ctx: MessageContext) -> None:
@@ -74,7 +62,7 @@ class Notifier:
             invoice = Attachment(
                 filename=f"invoice-{event.order_number}.pdf",
                 content_type="application/pdf",
-                data=render_invoice(event, self.shop),
+                data=self.invoices.render(event),
             )
             return self.renderer.payment_receipt(event), (invoice,)
 

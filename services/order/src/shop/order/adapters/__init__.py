@@ -1,1 +1,2 @@
-"""Concrete adapters: database tables and queries."""
+"""I/O only: the Postgres side of the ports (tables, the orders store, the checkout's hot
+path), the driver connection, and the development catalogue."""

@@ -1,4 +1,5 @@
-"""A dozen skincare products for development (prices in Rupiah)."""
+"""The development catalogue: a dozen skincare products (prices in Rupiah), seeded where
+missing."""
 
 from __future__ import annotations
 

@@ -1,16 +1,13 @@
-"""order-service's database: its migrations, and the checkout's way to the driver."""
+"""The checkout's way to the driver: an asyncpg connection from SQLAlchemy's pool."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
-
-from shop.database import Migrations
 
 CONNECTION_LOST = (
     asyncpg.PostgresConnectionError,
@@ -22,10 +19,6 @@ CONNECTION_LOST = (
 )
 """What says the database connection is gone, not that a statement failed: the request
 may be tried again once the database is back."""
-
-MIGRATIONS = Migrations(Path(__file__).with_name("migrations"))
-migrate = MIGRATIONS.upgrade
-migrate_async = MIGRATIONS.upgrade_async
 
 
 @asynccontextmanager

@@ -1,51 +1,168 @@
-"""Reading products and orders."""
+"""The orders and products of order-service's database, in SQLAlchemy: the Postgres side
+of :class:`shop.order.ports.OrderStore` (the checkout's hot path is :mod:`.checkout`)."""
 
 from __future__ import annotations
 
 import base64
 import uuid
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import and_, or_, select, tuple_
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import and_, bindparam, func, insert, or_, select, text, tuple_, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from shop.contracts import OrderLine
-from shop.order.adapters.tables import order_items, orders, products
-from shop.order.domain.errors import OrderNotFound
-from shop.order.domain.money import line_total
-from shop.order.views import OrderLineView, OrderPage, OrderView, ProductView
+from shop.contracts import Contract, PaymentReceived
+from shop.messaging import MessageContext, add
+from shop.order.adapters.tables import order_items, orders, payment_conflicts, products
+from shop.order.domain.errors import InvalidCursor, OrderNotFound
+from shop.order.domain.orders import (
+    OrderLineView,
+    OrderPage,
+    OrderRecord,
+    OrderView,
+    ProductView,
+)
+from shop.order.domain.payments import PaymentConflict
+from shop.order.domain.status import OrderStatus
 
 
-class InvalidCursor(ValueError):
-    """A pagination cursor this service did not hand out."""
+class SqlOrderStore:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.sessions = sessions
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[SqlOrders]:
+        async with self.sessions() as session, session.begin():
+            yield SqlOrders(session)
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[SqlOrders]:
+        async with self.sessions() as session:
+            yield SqlOrders(session)
+
+    def joining(self, ctx: MessageContext) -> SqlOrders:
+        return SqlOrders(ctx.db)
+
+    async def check(self) -> None:
+        async with self.sessions() as session:
+            await session.execute(text("SELECT 1"))
 
 
-@dataclass(frozen=True, slots=True)
-class OrderRecord:
-    """An order as its events describe it: the view plus who placed it."""
+class SqlOrders:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
 
-    view: OrderView
-    customer_id: str
-    customer_email: str
+    async def products(self) -> list[ProductView]:
+        rows = await self.session.execute(
+            select(products).where(products.c.active).order_by(products.c.sku)
+        )
+        return [_product(row) for row in rows]
 
-    def event_facts(self) -> dict[str, Any]:
-        """The fields every order event carries (OrderCreated, OrderPaid, OrderCancelled)."""
-        return {
-            "order_id": self.view.id,
-            "order_number": self.view.number,
-            "customer_id": self.customer_id,
-            "customer_email": self.customer_email,
-            "lines": [
-                OrderLine(
-                    sku=line.sku, name=line.name, quantity=line.quantity, unit_price=line.unit_price
+    async def product(self, sku: str) -> ProductView | None:
+        row = (
+            await self.session.execute(
+                select(products).where(products.c.sku == sku, products.c.active)
+            )
+        ).first()
+        return _product(row) if row else None
+
+    async def get(
+        self, order_id: uuid.UUID, *, customer_id: str | None = None, for_update: bool = False
+    ) -> OrderRecord:
+        query = select(orders).where(orders.c.id == order_id)
+        if customer_id is not None:
+            query = query.where(orders.c.customer_id == customer_id)
+        if for_update:
+            query = query.with_for_update()
+        order = (await self.session.execute(query)).first()
+        if order is None:
+            raise OrderNotFound(order_id)
+        lines = await self._lines_of([order_id])
+        return OrderRecord(_view(order, lines[order_id]), order.customer_id, order.customer_email)
+
+    async def page(self, customer_id: str, *, limit: int, cursor: str | None) -> OrderPage:
+        query = select(orders).where(orders.c.customer_id == customer_id)
+        if cursor is not None:
+            created_at, order_id = _decode_cursor(cursor)
+            query = query.where(
+                or_(
+                    orders.c.created_at < created_at,
+                    and_(orders.c.created_at == created_at, orders.c.id < order_id),
                 )
-                for line in self.view.lines
-            ],
-            "total": self.view.total,
-            "currency": self.view.currency,
-        }
+            )
+        query = query.order_by(tuple_(orders.c.created_at, orders.c.id).desc()).limit(limit + 1)
+        rows = (await self.session.execute(query)).all()
+        page, more = rows[:limit], len(rows) > limit
+        lines = await self._lines_of([row.id for row in page])
+        return OrderPage(
+            orders=[_view(row, lines[row.id]) for row in page],
+            next_cursor=_encode_cursor(page[-1].created_at, page[-1].id) if more else None,
+        )
+
+    async def return_stock(self, quantities: Mapping[str, int]) -> None:
+        # In sku order, as the checkout locks them: concurrent transactions queue instead
+        # of deadlocking.
+        await self.session.execute(
+            update(products)
+            .where(products.c.sku == bindparam("b_sku"))
+            .values(stock=products.c.stock + bindparam("b_quantity")),
+            [{"b_sku": sku, "b_quantity": quantities[sku]} for sku in sorted(quantities)],
+        )
+
+    async def mark_cancelled(self, order_id: uuid.UUID, *, at: datetime) -> None:
+        await self.session.execute(
+            update(orders)
+            .where(orders.c.id == order_id)
+            .values(status=OrderStatus.CANCELLED, cancelled_at=at, updated_at=at)
+        )
+
+    async def mark_paid(self, payment: PaymentReceived) -> None:
+        await self.session.execute(
+            update(orders)
+            .where(orders.c.id == payment.order_id, orders.c.status == OrderStatus.PENDING)
+            .values(
+                status=OrderStatus.PAID,
+                paid_at=payment.paid_at,
+                payment_id=payment.payment_id,
+                payment_reference=payment.provider_event_id,
+                updated_at=func.now(),
+            )
+        )
+
+    async def record_conflict(
+        self, payment: PaymentReceived, *, order_status: OrderStatus, conflict: PaymentConflict
+    ) -> None:
+        await self.session.execute(
+            insert(payment_conflicts).values(
+                order_id=payment.order_id,
+                payment_id=payment.payment_id,
+                provider_event_id=payment.provider_event_id,
+                order_status=order_status,
+                amount=payment.amount,
+                currency=payment.currency,
+                action=conflict.value,
+            )
+        )
+
+    async def add_event(self, event: Contract, *, key: str) -> None:
+        await add(self.session, event, key=key)
+
+    async def _lines_of(self, order_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[OrderLineView]]:
+        result: dict[uuid.UUID, list[OrderLineView]] = {order_id: [] for order_id in order_ids}
+        if not order_ids:
+            return result
+        rows = await self.session.execute(
+            select(order_items)
+            .where(order_items.c.order_id.in_(order_ids))
+            .order_by(order_items.c.order_id, order_items.c.line_no)
+        )
+        for row in rows:
+            result[row.order_id].append(
+                OrderLineView.of(row.sku, row.name, row.quantity, row.unit_price)
+            )
+        return result
 
 
 def _product(row: Any) -> ProductView:
@@ -57,85 +174,6 @@ def _product(row: Any) -> ProductView:
         currency=row.currency,
         in_stock=row.stock,
     )
-
-
-async def list_products(session: AsyncSession) -> list[ProductView]:
-    rows = await session.execute(select(products).where(products.c.active).order_by(products.c.sku))
-    return [_product(row) for row in rows]
-
-
-async def get_product(session: AsyncSession, sku: str) -> ProductView | None:
-    row = (
-        await session.execute(select(products).where(products.c.sku == sku, products.c.active))
-    ).first()
-    return _product(row) if row else None
-
-
-async def load_order_record(
-    session: AsyncSession, order_id: uuid.UUID, *, customer_id: str | None = None
-) -> OrderRecord:
-    """The order, or :class:`OrderNotFound` (also when it belongs to another customer)."""
-    query = select(orders).where(orders.c.id == order_id)
-    if customer_id is not None:
-        query = query.where(orders.c.customer_id == customer_id)
-    order = (await session.execute(query)).first()
-    if order is None:
-        raise OrderNotFound(order_id)
-    lines = await _lines_of(session, [order_id])
-    return OrderRecord(_view(order, lines[order_id]), order.customer_id, order.customer_email)
-
-
-async def load_order(
-    session: AsyncSession, order_id: uuid.UUID, *, customer_id: str | None = None
-) -> OrderView:
-    return (await load_order_record(session, order_id, customer_id=customer_id)).view
-
-
-async def list_orders(
-    session: AsyncSession, customer_id: str, *, limit: int, cursor: str | None
-) -> OrderPage:
-    """The customer's orders, newest first, ``limit`` at a time (keyset pagination)."""
-    query = select(orders).where(orders.c.customer_id == customer_id)
-    if cursor is not None:
-        created_at, order_id = _decode_cursor(cursor)
-        query = query.where(
-            or_(
-                orders.c.created_at < created_at,
-                and_(orders.c.created_at == created_at, orders.c.id < order_id),
-            )
-        )
-    query = query.order_by(tuple_(orders.c.created_at, orders.c.id).desc()).limit(limit + 1)
-    rows = (await session.execute(query)).all()
-    page, more = rows[:limit], len(rows) > limit
-    lines = await _lines_of(session, [row.id for row in page])
-    return OrderPage(
-        orders=[_view(row, lines[row.id]) for row in page],
-        next_cursor=_encode_cursor(page[-1].created_at, page[-1].id) if more else None,
-    )
-
-
-async def _lines_of(
-    session: AsyncSession, order_ids: list[uuid.UUID]
-) -> dict[uuid.UUID, list[OrderLineView]]:
-    result: dict[uuid.UUID, list[OrderLineView]] = {order_id: [] for order_id in order_ids}
-    if not order_ids:
-        return result
-    rows = await session.execute(
-        select(order_items)
-        .where(order_items.c.order_id.in_(order_ids))
-        .order_by(order_items.c.order_id, order_items.c.line_no)
-    )
-    for row in rows:
-        result[row.order_id].append(
-            OrderLineView(
-                sku=row.sku,
-                name=row.name,
-                quantity=row.quantity,
-                unit_price=row.unit_price,
-                line_total=line_total(row.quantity, row.unit_price),
-            )
-        )
-    return result
 
 
 def _view(order: Any, lines: list[OrderLineView]) -> OrderView:
@@ -165,4 +203,4 @@ def _decode_cursor(cursor: str) -> tuple[datetime, uuid.UUID]:
         # Converted here, not by the driver: a time at the edge of the calendar overflows.
         return moment.astimezone(UTC), uuid.UUID(order_id)
     except (ValueError, OverflowError, UnicodeDecodeError) as error:
-        raise InvalidCursor("cursor is not one this service handed out") from error
+        raise InvalidCursor from error

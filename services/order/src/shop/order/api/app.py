@@ -7,12 +7,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from shop.database import session_factory
 from shop.order.api import health, orders, problems, products
 from shop.order.api.guards import BodyLimit
 from shop.order.api.metrics import HttpMetrics
+from shop.order.ports import Stores
 from shop.order.settings import OrderSettings
 
 DESCRIPTION = """
@@ -22,11 +21,14 @@ once; confirmation emails and payment follow in the background. Every error is a
 """
 
 
-def create_app(settings: OrderSettings, engine: AsyncEngine) -> FastAPI:
+def create_app(settings: OrderSettings, stores: Stores) -> FastAPI:
+    """The API on ``stores`` (``bootstrap`` wires them), which it closes when it stops."""
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
-        await engine.dispose()
+        for close in stores.close:
+            await close()
 
     app = FastAPI(
         title="Skincare Shop: order-service",
@@ -36,8 +38,7 @@ def create_app(settings: OrderSettings, engine: AsyncEngine) -> FastAPI:
     )
     registry = CollectorRegistry()
     app.state.settings = settings
-    app.state.engine = engine
-    app.state.sessions = session_factory(engine)
+    app.state.stores = stores
     app.state.registry = registry
     routers = (products.router, orders.router, health.router)
     for router in routers:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import APIRouter, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from sqlalchemy import text
+
+from shop.order.api.dependencies import OrderStoreDep, Registry
 
 router = APIRouter(tags=["operations"], include_in_schema=False)
 
@@ -16,15 +17,14 @@ async def healthz() -> dict[str, str]:
 
 
 @router.get("/readyz")
-async def readyz(request: Request) -> JSONResponse:
+async def readyz(store: OrderStoreDep) -> JSONResponse:
     try:
-        async with request.app.state.sessions() as session:
-            await session.execute(text("SELECT 1"))
+        await store.check()
     except Exception as error:  # any failure means "not ready"; the reason is in the body
         return JSONResponse({"status": "not ready", "database": repr(error)}, status_code=503)
     return JSONResponse({"status": "ready", "database": "ok"})
 
 
 @router.get("/metrics")
-async def metrics(request: Request) -> Response:
-    return Response(generate_latest(request.app.state.registry), media_type=CONTENT_TYPE_LATEST)
+async def metrics(registry: Registry) -> Response:
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

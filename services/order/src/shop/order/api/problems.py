@@ -16,16 +16,16 @@ from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Route
 
-from shop.order.checkout import IdempotencyConflict
-from shop.order.database import CONNECTION_LOST
+from shop.order.adapters.driver import CONNECTION_LOST
 from shop.order.domain.errors import (
     DomainError,
+    IdempotencyConflict,
     InsufficientStock,
+    InvalidCursor,
     InvalidTransition,
     OrderNotFound,
     UnknownProduct,
 )
-from shop.order.queries import InvalidCursor
 
 log = structlog.get_logger("shop.order.api")
 
@@ -90,22 +90,24 @@ def problem(
 
 
 def _domain_problem(error: DomainError) -> JSONResponse:
-    if isinstance(error, InsufficientStock):
-        return problem(
-            409,
-            "Insufficient stock",
-            str(error),
-            sku=error.sku,
-            requested=error.requested,
-            available=error.available,
-        )
-    if isinstance(error, UnknownProduct):
-        return problem(422, "Unknown product", str(error), skus=error.skus)
-    if isinstance(error, InvalidTransition):
-        return problem(409, "Invalid order state", str(error), status_now=error.current)
-    if isinstance(error, OrderNotFound):
-        return problem(404, "Order not found", str(error))
-    return problem(422, "Request refused", str(error))
+    extra: dict[str, Any] = {}
+    match error:
+        case InsufficientStock():
+            status, title = 409, "Insufficient stock"
+            extra = {"sku": error.sku, "requested": error.requested, "available": error.available}
+        case UnknownProduct():
+            status, title, extra = 422, "Unknown product", {"skus": error.skus}
+        case InvalidTransition():
+            status, title, extra = 409, "Invalid order state", {"status_now": error.current}
+        case OrderNotFound():
+            status, title = 404, "Order not found"
+        case IdempotencyConflict():
+            status, title, extra = 422, "Idempotency key reused", {"idempotency_key": error.key}
+        case InvalidCursor():
+            status, title = 400, "Invalid cursor"
+        case _:
+            status, title = 422, "Request refused"
+    return problem(status, title, str(error), **extra)
 
 
 def _database_unavailable(error: Exception) -> JSONResponse:
@@ -171,16 +173,6 @@ def install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     async def domain_error(_: Request, error: DomainError) -> JSONResponse:
         return _domain_problem(error)
 
-    @app.exception_handler(IdempotencyConflict)
-    async def idempotency_conflict(_: Request, error: IdempotencyConflict) -> JSONResponse:
-        return problem(
-            422,
-            "Idempotency key reused",
-            "this Idempotency-Key was used with a different request body; "
-            "use a new key for a new order",
-            idempotency_key=str(error),
-        )
-
     async def connection_lost(_: Request, error: Exception) -> JSONResponse:
         return _database_unavailable(error)
 
@@ -192,10 +184,6 @@ def install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
         if not error.connection_invalidated:
             raise error  # a statement failed: a defect, answered as the 500 it is
         return _database_unavailable(error)
-
-    @app.exception_handler(InvalidCursor)
-    async def invalid_cursor(_: Request, error: InvalidCursor) -> JSONResponse:
-        return problem(400, "Invalid cursor", str(error))
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, error: RequestValidationError) -> JSONResponse:

@@ -32,3 +32,27 @@ class OrderNotFound(DomainError):
     def __init__(self, order_id: object) -> None:
         super().__init__(f"no order {order_id}")
         self.order_id = order_id
+
+
+class IdempotencyConflict(DomainError):
+    """The idempotency key was used before with a different request body."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            "this Idempotency-Key was used with a different request body; "
+            "use a new key for a new order"
+        )
+        self.key = key
+
+
+class InvalidCursor(DomainError):
+    """A pagination cursor this service did not hand out."""
+
+    def __init__(self) -> None:
+        super().__init__("cursor is not one this service handed out")
+
+
+class OrderNumberTaken(Exception):
+    """A random order number was drawn twice; the checkout draws again. Not a refusal of
+    the request (so not a :class:`DomainError`): the customer never sees it unless it
+    happens on every attempt, which is a defect."""

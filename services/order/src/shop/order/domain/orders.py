@@ -1,12 +1,17 @@
-"""What the API answers and what an idempotent replay returns, byte for byte the same."""
+"""Orders and products as the shop reads them: what the API answers, what an idempotent
+replay returns byte for byte, and the facts every order event carries."""
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shop.contracts import OrderCreated, OrderLine
+from shop.order.domain.money import line_total
 from shop.order.domain.status import OrderStatus
 
 
@@ -40,6 +45,17 @@ class OrderLineView(BaseModel):
     quantity: int
     unit_price: int
     line_total: int
+
+    @classmethod
+    def of(cls, sku: str, name: str, quantity: int, unit_price: int) -> OrderLineView:
+        """The line as it reads, with its total worked out."""
+        return cls(
+            sku=sku,
+            name=name,
+            quantity=quantity,
+            unit_price=unit_price,
+            line_total=line_total(quantity, unit_price),
+        )
 
 
 class OrderView(BaseModel):
@@ -76,8 +92,50 @@ class OrderView(BaseModel):
     created_at: datetime
 
 
+def placed_order_view(event: OrderCreated) -> OrderView:
+    """The order as its checkout answers it: pending, as OrderCreated describes it."""
+    return OrderView(
+        id=event.order_id,
+        number=event.order_number,
+        status=OrderStatus.PENDING,
+        lines=[
+            OrderLineView.of(line.sku, line.name, line.quantity, line.unit_price)
+            for line in event.lines
+        ],
+        total=event.total,
+        currency=event.currency,
+        created_at=event.placed_at,
+    )
+
+
 class OrderPage(BaseModel):
     orders: list[OrderView]
     next_cursor: str | None = Field(
         description="Pass as `cursor` for the next (older) page; null on the last page."
     )
+
+
+@dataclass(frozen=True, slots=True)
+class OrderRecord:
+    """An order as its events describe it: the view plus who placed it."""
+
+    view: OrderView
+    customer_id: str
+    customer_email: str
+
+    def event_facts(self) -> dict[str, Any]:
+        """The fields every order event carries (OrderCreated, OrderPaid, OrderCancelled)."""
+        return {
+            "order_id": self.view.id,
+            "order_number": self.view.number,
+            "customer_id": self.customer_id,
+            "customer_email": self.customer_email,
+            "lines": [
+                OrderLine(
+                    sku=line.sku, name=line.name, quantity=line.quantity, unit_price=line.unit_price
+                )
+                for line in self.view.lines
+            ],
+            "total": self.view.total,
+            "currency": self.view.currency,
+        }

@@ -1,63 +1,37 @@
-"""Cancelling a pending order: one transaction that returns its stock and writes
+"""Cancelling a pending order: one transaction that returns its stock and adds
 OrderCancelled to the outbox."""
 
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from datetime import UTC, datetime
 
-from sqlalchemy import bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from shop.contracts import OrderCancelled
-from shop.messaging import add
-from shop.order.adapters.tables import order_items, orders, products
 from shop.order.domain.customer import Customer
-from shop.order.domain.errors import OrderNotFound
+from shop.order.domain.orders import OrderView
 from shop.order.domain.status import OrderStatus, check_transition
-from shop.order.queries import load_order_record
-from shop.order.views import OrderView
+from shop.order.ports import OrderStore
+
+CUSTOMER_CANCELLED = "cancelled by the customer"
 
 
-async def cancel_order(session: AsyncSession, customer: Customer, order_id: uuid.UUID) -> OrderView:
-    """Cancel a pending order of ``customer``: its stock goes back, OrderCancelled goes out."""
-    row = (
-        await session.execute(
-            select(orders.c.status)
-            .where(orders.c.id == order_id, orders.c.customer_id == customer.id)
-            .with_for_update()
+async def cancel_order(store: OrderStore, customer: Customer, order_id: uuid.UUID) -> OrderView:
+    """Cancel a pending order of ``customer``: its stock goes back, OrderCancelled goes out.
+    Someone else's order is not found; an order no longer pending is refused."""
+    async with store.transaction() as orders:
+        record = await orders.get(order_id, customer_id=customer.id, for_update=True)
+        check_transition(record.view.status, OrderStatus.CANCELLED)
+        quantities: Counter[str] = Counter()
+        for line in record.view.lines:
+            quantities[line.sku] += line.quantity
+        await orders.return_stock(quantities)
+        cancelled_at = datetime.now(UTC)
+        await orders.mark_cancelled(order_id, at=cancelled_at)
+        await orders.add_event(
+            OrderCancelled(
+                **record.event_facts(), reason=CUSTOMER_CANCELLED, cancelled_at=cancelled_at
+            ),
+            key=str(order_id),
         )
-    ).first()
-    if row is None:
-        raise OrderNotFound(order_id)
-    check_transition(OrderStatus(row.status), OrderStatus.CANCELLED)
-    items = (
-        await session.execute(
-            select(order_items.c.sku, order_items.c.quantity)
-            .where(order_items.c.order_id == order_id)
-            .order_by(order_items.c.sku)
-        )
-    ).all()
-    await session.execute(
-        update(products)
-        .where(products.c.sku == bindparam("b_sku"))
-        .values(stock=products.c.stock + bindparam("b_quantity")),
-        [{"b_sku": item.sku, "b_quantity": item.quantity} for item in items],
-    )
-    cancelled_at = datetime.now(UTC)
-    await session.execute(
-        update(orders)
-        .where(orders.c.id == order_id)
-        .values(status=OrderStatus.CANCELLED, cancelled_at=cancelled_at, updated_at=cancelled_at)
-    )
-    record = await load_order_record(session, order_id)
-    await add(
-        session,
-        OrderCancelled(
-            **record.event_facts(),
-            reason="cancelled by the customer",
-            cancelled_at=cancelled_at,
-        ),
-        key=str(order_id),
-    )
-    return record.view
+    return record.view.model_copy(update={"status": OrderStatus.CANCELLED})

@@ -1,0 +1,13 @@
+"""Where the tests' shared fixtures come from.
+
+``postgres_server``, ``database_url``, ``module_database_url``, ``kafka_cluster``,
+``aws_endpoint``, ``smtp_sink``, ``unique_name`` and the ``devstack_*`` fixtures are defined
+in :mod:`shop.devstack.pytest_plugin`. It is registered once, as a pytest plugin, by the
+``pytest11`` entry point in ``libs/devstack/pyproject.toml``: installing the workspace
+(``make install``) is what makes them available to every test, with no import. Do not list
+it in ``pytest_plugins`` here as well: pytest refuses a plugin registered twice.
+
+The plugin also marks each test by its tier folder (``unit/``, ``integration/``,
+``contract/``, ``e2e/``, ``chaos/``). The table of fixtures, and the helpers of
+``shop.devstack.testing`` and ``shop.messaging.testing``, are in ``libs/devstack/README.md``.
+"""

@@ -1,0 +1,1 @@
+"""notification-service's use case, written against :mod:`shop.notification.ports`."""

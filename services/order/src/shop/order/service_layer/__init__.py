@@ -1,0 +1,1 @@
+"""order-service's use cases, one module each, written against :mod:`shop.order.ports`."""

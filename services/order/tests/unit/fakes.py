@@ -1,0 +1,237 @@
+"""In-memory stand-ins for order-service's ports: one shop's state, a transaction that
+rolls back on an exception as Postgres does, and the outbox as a list of events."""
+
+from __future__ import annotations
+
+import copy
+import uuid
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from shop.contracts import Contract, OrderCreated, PaymentReceived
+from shop.messaging import MessageContext
+from shop.order.adapters.catalogue import SEED_PRODUCTS
+from shop.order.domain.customer import Customer
+from shop.order.domain.errors import (
+    IdempotencyConflict,
+    InvalidCursor,
+    OrderNotFound,
+    OrderNumberTaken,
+)
+from shop.order.domain.orders import OrderPage, OrderRecord, ProductView, placed_order_view
+from shop.order.domain.payments import PaymentConflict
+from shop.order.domain.status import OrderStatus
+from shop.order.domain.stock import StockedProduct
+from shop.order.ports import StoredAnswer, Stores
+from shop.order.service_layer.checkout import place_order
+
+
+@dataclass
+class Conflict:
+    payment: PaymentReceived
+    order_status: OrderStatus
+    conflict: PaymentConflict
+
+
+@dataclass
+class ShopState:
+    """Everything the database would hold. Copied at the start of a transaction and put
+    back when it raises."""
+
+    stock: dict[str, int] = field(default_factory=dict)
+    products: dict[str, ProductView] = field(default_factory=dict)
+    orders: dict[uuid.UUID, OrderRecord] = field(default_factory=dict)
+    numbers: set[str] = field(default_factory=set)
+    keys: dict[tuple[str, str], tuple[str, StoredAnswer | None]] = field(default_factory=dict)
+    conflicts: list[Conflict] = field(default_factory=list)
+    outbox: list[Contract] = field(default_factory=list)
+    commits: int = 0
+
+    @classmethod
+    def seeded(cls) -> ShopState:
+        """The development catalogue, as ``python -m shop.order seed`` leaves it."""
+        state = cls()
+        for product in SEED_PRODUCTS:
+            sku = str(product["sku"])
+            state.stock[sku] = int(str(product["stock"]))
+            state.products[sku] = ProductView(
+                sku=sku,
+                name=str(product["name"]),
+                description=str(product["description"]),
+                price=int(str(product["price"])),
+                currency="IDR",
+                in_stock=state.stock[sku],
+            )
+        return state
+
+    def events_of(self, kind: type[Contract]) -> list[Contract]:
+        return [event for event in self.outbox if isinstance(event, kind)]
+
+
+class FakeDatabase:
+    """Both stores over one :class:`ShopState`."""
+
+    def __init__(self, state: ShopState | None = None) -> None:
+        self.state = state or ShopState.seeded()
+        self.taken_numbers: list[str] = []
+        """Order numbers the next checkouts will find taken (a collision, drawn on purpose)."""
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        saved = copy.deepcopy(self.state)
+        try:
+            yield
+        except BaseException:
+            self.state.__dict__.update(saved.__dict__)
+            raise
+        self.state.commits += 1
+
+    def stores(self) -> Stores:
+        return Stores(orders=FakeOrderStore(self), checkout=FakeCheckoutStore(self))
+
+    async def checkout(
+        self, customer: Customer, *lines: tuple[str, int], key: str = "k", request_hash: str = "h"
+    ) -> StoredAnswer:
+        """Place an order through the checkout's use case, as the API does."""
+        return await place_order(
+            self.stores().checkout,
+            customer,
+            list(lines),
+            idempotency_key=key,
+            request_hash=request_hash,
+        )
+
+
+class _OnTheDatabase:
+    def __init__(self, database: FakeDatabase) -> None:
+        self.database = database
+
+    @property
+    def state(self) -> ShopState:
+        """Read each time: a rolled-back transaction puts the state back in place."""
+        return self.database.state
+
+
+class FakeOrders(_OnTheDatabase):
+    async def products(self) -> list[ProductView]:
+        return [
+            product.model_copy(update={"in_stock": self.state.stock[sku]})
+            for sku, product in sorted(self.state.products.items())
+        ]
+
+    async def product(self, sku: str) -> ProductView | None:
+        product = self.state.products.get(sku)
+        return product and product.model_copy(update={"in_stock": self.state.stock[sku]})
+
+    async def get(
+        self, order_id: uuid.UUID, *, customer_id: str | None = None, for_update: bool = False
+    ) -> OrderRecord:
+        record = self.state.orders.get(order_id)
+        if record is None or customer_id not in (None, record.customer_id):
+            raise OrderNotFound(order_id)
+        return record
+
+    async def page(self, customer_id: str, *, limit: int, cursor: str | None) -> OrderPage:
+        if cursor is not None:
+            raise InvalidCursor
+        mine = [r.view for r in self.state.orders.values() if r.customer_id == customer_id]
+        mine.sort(key=lambda view: (view.created_at, view.id), reverse=True)
+        return OrderPage(orders=mine[:limit], next_cursor=None)
+
+    async def return_stock(self, quantities: Mapping[str, int]) -> None:
+        for sku, quantity in quantities.items():
+            self.state.stock[sku] += quantity
+
+    async def mark_cancelled(self, order_id: uuid.UUID, *, at: datetime) -> None:
+        self._set_status(order_id, OrderStatus.CANCELLED)
+
+    async def mark_paid(self, payment: PaymentReceived) -> None:
+        self._set_status(payment.order_id, OrderStatus.PAID)
+
+    async def record_conflict(
+        self, payment: PaymentReceived, *, order_status: OrderStatus, conflict: PaymentConflict
+    ) -> None:
+        self.state.conflicts.append(Conflict(payment, order_status, conflict))
+
+    async def add_event(self, event: Contract, *, key: str) -> None:
+        self.state.outbox.append(event)
+
+    def _set_status(self, order_id: uuid.UUID, status: OrderStatus) -> None:
+        record = self.state.orders[order_id]
+        view = record.view.model_copy(update={"status": status})
+        self.state.orders[order_id] = OrderRecord(view, record.customer_id, record.customer_email)
+
+
+class FakeOrderStore:
+    def __init__(self, database: FakeDatabase) -> None:
+        self.database = database
+        self.orders = FakeOrders(database)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[FakeOrders]:
+        async with self.database.transaction():
+            yield self.orders
+
+    @asynccontextmanager
+    async def reading(self) -> AsyncIterator[FakeOrders]:
+        yield self.orders
+
+    def joining(self, ctx: MessageContext) -> FakeOrders:
+        return self.orders
+
+    async def check(self) -> None:
+        return None
+
+
+class FakeCheckout(_OnTheDatabase):
+    async def claim_key(self, customer_id: str, key: str, request_hash: str) -> StoredAnswer | None:
+        claimed = self.state.keys.get((customer_id, key))
+        if claimed is None:
+            self.state.keys[(customer_id, key)] = (request_hash, None)
+            return None
+        claimed_hash, answer = claimed
+        if claimed_hash != request_hash:
+            raise IdempotencyConflict(key)
+        assert answer is not None, "a claimed key without an answer was committed"
+        return StoredAnswer(answer.status, answer.body, answer.order_id, replayed=True)
+
+    async def lock_products(self, skus: Sequence[str]) -> dict[str, StockedProduct]:
+        return {
+            sku: StockedProduct(sku, product.name, product.price, self.state.stock[sku])
+            for sku in skus
+            if (product := self.state.products.get(sku)) is not None
+        }
+
+    async def take_stock(self, quantities: Mapping[str, int]) -> None:
+        for sku, quantity in quantities.items():
+            assert self.state.stock[sku] >= quantity, "the stock's CHECK constraint"
+            self.state.stock[sku] -= quantity
+
+    async def insert_order(self, order: OrderCreated) -> None:
+        if self.database.taken_numbers:
+            raise OrderNumberTaken(self.database.taken_numbers.pop(0))
+        assert order.order_number not in self.state.numbers, "uq_orders_number"
+        self.state.numbers.add(order.order_number)
+        view = placed_order_view(order)
+        self.state.orders[order.order_id] = OrderRecord(
+            view, order.customer_id, order.customer_email
+        )
+
+    async def add_event(self, event: Contract, *, key: str) -> None:
+        self.state.outbox.append(event)
+
+    async def store_answer(self, customer_id: str, key: str, answer: StoredAnswer) -> None:
+        claimed_hash, _ = self.state.keys[(customer_id, key)]
+        self.state.keys[(customer_id, key)] = (claimed_hash, answer)
+
+
+class FakeCheckoutStore:
+    def __init__(self, database: FakeDatabase) -> None:
+        self.database = database
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[FakeCheckout]:
+        async with self.database.transaction():
+            yield FakeCheckout(self.database)
