@@ -9,10 +9,10 @@ from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
 from shop.order.api import health, orders, problems, products
-from shop.order.api.guards import BodyLimit
-from shop.order.api.metrics import HttpMetrics
 from shop.order.ports import Stores
 from shop.order.settings import OrderSettings
+from shop.web.guards import BodyLimit
+from shop.web.metrics import HttpMetrics
 
 DESCRIPTION = """
 Checkout for the skincare shop. `POST /v1/orders` commits the order and answers `201` at
