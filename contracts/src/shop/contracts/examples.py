@@ -56,5 +56,5 @@ def examples() -> dict[type[Contract], Contract]:
             reason="card declined",
             failed_at=WHEN,
         ),
-        ProcessPayment: ProcessPayment(provider_event_id="evt_9d2f"),
+        ProcessPayment: ProcessPayment(provider_event_id="evt_9d2f", provider="shop"),
     }

@@ -46,3 +46,6 @@ class ProcessPayment(Command):
     message_version = 1
 
     provider_event_id: ProviderEventId
+    provider: NonEmptyText | None = None
+    """The gateway whose event it is (``shop``, ``midtrans``): ids are unique per gateway.
+    Absent in commands sent before it was added, which meant the shop's own format."""

@@ -1,1 +1,2 @@
-"""payment-service: signed gateway webhooks in, PaymentReceived out."""
+"""payment-service: payment gateways' webhooks taken once and answered fast; a worker that
+applies each payment once and publishes PaymentReceived."""

@@ -1,0 +1,3 @@
+from shop.payment.cli import app
+
+app()

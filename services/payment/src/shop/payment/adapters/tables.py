@@ -1,0 +1,70 @@
+"""payment-service's own database. Constraints live here, not only in code."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Identity,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    UniqueConstraint,
+    Uuid,
+    func,
+)
+
+from shop.database import NAMING_CONVENTION
+from shop.messaging.schema import metadata as messaging_metadata
+from shop.payment.domain.notifications import Provider
+from shop.payment.domain.status import PaymentStatus
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+def _one_of(column: str, values: type[PaymentStatus] | type[Provider]) -> str:
+    return f"{column} IN ({', '.join(repr(v.value) for v in values)})"
+
+
+payments = Table(
+    "payments",
+    metadata,
+    Column("id", Uuid, primary_key=True),
+    Column("order_id", Uuid, nullable=False, unique=True),
+    Column("amount", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("provider", String(16)),
+    Column("provider_payment_id", String(200)),
+    # Why a person must look at this payment (a notification for another amount, say).
+    Column("flagged", String(500)),
+    Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("updated_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("paid_at", DateTime(timezone=True)),
+    CheckConstraint("amount >= 0", name="amount_not_negative"),
+    CheckConstraint(_one_of("status", PaymentStatus), name="status_known"),
+    CheckConstraint(f"provider IS NULL OR {_one_of('provider', Provider)}", name="provider_known"),
+    CheckConstraint("status <> 'paid' OR paid_at IS NOT NULL", name="paid_has_paid_at"),
+)
+
+payment_events = Table(
+    "payment_events",
+    metadata,
+    Column("id", BigInteger, Identity(always=True), primary_key=True),
+    Column("provider", String(16), nullable=False),
+    Column("provider_event_id", String(200), nullable=False),
+    Column("type", String(64), nullable=False),
+    # The notification exactly as it arrived: what the signature was computed over.
+    Column("raw_body", LargeBinary, nullable=False),
+    Column("received_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    Column("processed_at", DateTime(timezone=True)),
+    Column("outcome", String(500)),
+    UniqueConstraint("provider", "provider_event_id"),
+    CheckConstraint(_one_of("provider", Provider), name="provider_known"),
+)
+
+ALL_METADATA = [metadata, messaging_metadata]
+"""What the migrations create: the service's tables, its outbox and its inbox."""

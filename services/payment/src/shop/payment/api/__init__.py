@@ -1,0 +1,1 @@
+"""The webhooks the payment gateways call."""

@@ -1,0 +1,89 @@
+"""The notifications as each gateway sends them, validated after their signature."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+EventId = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$")]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class ShopPaymentData(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    # Strict everywhere but here: JSON can only bring a UUID as text.
+    order_id: Annotated[uuid.UUID, Field(strict=False)]
+    amount: Annotated[int, Field(ge=0, le=10**15)]
+    currency: Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
+    provider_payment_id: Text
+
+
+class ShopNotification(BaseModel):
+    """The shop's own format, signed in the ``Payment-Signature`` header."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "event_id": "evt_3f9a1c2b",
+                    "type": "payment.paid",
+                    "created": 1796287800,
+                    "data": {
+                        "order_id": "6f1c2a4e-8d3b-4c1a-9e2f-0a1b2c3d4e5f",
+                        "amount": 178000,
+                        "currency": "IDR",
+                        "provider_payment_id": "pay_81c2",
+                    },
+                }
+            ]
+        },
+    )
+
+    event_id: EventId
+    type: Literal["payment.paid", "payment.failed"]
+    created: Annotated[int, Field(ge=0)]
+    data: ShopPaymentData
+
+
+MidtransText = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class MidtransNotification(BaseModel):
+    """Midtrans' HTTP notification (the fields the shop reads; Midtrans sends more, which are
+    kept in the raw body and otherwise ignored)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        strict=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "transaction_time": "2026-12-03 16:30:00",
+                    "transaction_status": "settlement",
+                    "transaction_id": "9aed5972-5b6a-401e-894b-a32c91ed1a3a",
+                    "status_code": "200",
+                    "signature_key": "<hex SHA-512 of order_id+status_code+gross_amount+key>",
+                    "payment_type": "bank_transfer",
+                    "order_id": "6f1c2a4e-8d3b-4c1a-9e2f-0a1b2c3d4e5f",
+                    "gross_amount": "178000.00",
+                    "currency": "IDR",
+                    "fraud_status": "accept",
+                }
+            ]
+        },
+    )
+
+    # Kept as sent: the signature is computed over the text, not over a parsed UUID.
+    order_id: MidtransText
+    status_code: Annotated[str, StringConstraints(pattern=r"^[0-9]{3}$")]
+    gross_amount: Annotated[str, StringConstraints(min_length=1, max_length=32)]
+    signature_key: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{128}$")]
+    transaction_id: MidtransText
+    transaction_status: MidtransText
+    fraud_status: MidtransText | None = None
+    currency: Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")] = "IDR"

@@ -1,0 +1,19 @@
+"""What the payment rules refuse. The API turns each into a problem document; a refused
+notification stores nothing."""
+
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """A request or message the rules refuse; sending it again unchanged will not help."""
+
+
+class InvalidSignature(DomainError):
+    """The notification is not proven to come from the gateway: its signature is missing,
+    malformed, wrong, or its time is outside the tolerance (a replay). The reason names
+    which, never the secret or the signature."""
+
+
+class InvalidNotification(DomainError):
+    """The notification is signed but says something the shop does not understand (an
+    unknown type or status, an amount that is not whole Rupiah)."""

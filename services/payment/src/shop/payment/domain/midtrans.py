@@ -1,0 +1,61 @@
+"""Midtrans' HTTP notification: ``signature_key`` is the hex SHA-512 of ``order_id +
+status_code + gross_amount + server key``; ``transaction_status`` (with ``fraud_status``
+for card captures) says what happened. Midtrans notifies several times per transaction, so
+an event is its ``transaction_id`` together with its status."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from decimal import Decimal, InvalidOperation
+
+from shop.payment.domain.errors import InvalidNotification, InvalidSignature
+from shop.payment.domain.notifications import Meaning
+
+_MEANINGS = {
+    "settlement": Meaning.PAID,
+    "pending": Meaning.PENDING,
+    "deny": Meaning.FAILED,
+    "cancel": Meaning.FAILED,
+    "expire": Meaning.FAILED,
+    "failure": Meaning.FAILED,
+    "refund": Meaning.REFUNDED,
+    "partial_refund": Meaning.REFUNDED,
+}
+
+
+def signature_key(order_id: str, status_code: str, gross_amount: str, server_key: str) -> str:
+    """What Midtrans puts in ``signature_key`` (and what the simulator signs with)."""
+    return hashlib.sha512(f"{order_id}{status_code}{gross_amount}{server_key}".encode()).hexdigest()
+
+
+def verify(
+    signature: str, *, order_id: str, status_code: str, gross_amount: str, server_key: str
+) -> None:
+    expected = signature_key(order_id, status_code, gross_amount, server_key)
+    if not hmac.compare_digest(signature.lower(), expected):
+        raise InvalidSignature("the signature_key does not match the notification")
+
+
+def meaning(transaction_status: str, fraud_status: str | None) -> Meaning:
+    """A card ``capture`` pays only once Midtrans' fraud check accepted it."""
+    if transaction_status == "capture":
+        if fraud_status == "deny":
+            return Meaning.FAILED
+        # "challenge": Midtrans holds the capture for review; it notifies again after.
+        return Meaning.PAID if fraud_status == "accept" else Meaning.PENDING
+    try:
+        return _MEANINGS[transaction_status]
+    except KeyError:
+        raise InvalidNotification(f"unknown transaction_status {transaction_status!r}") from None
+
+
+def whole_rupiah(gross_amount: str) -> int:
+    """``"250000.00"`` → ``250000``: Rupiah has no minor unit, so a fraction is refused."""
+    try:
+        amount = Decimal(gross_amount)
+    except InvalidOperation:
+        raise InvalidNotification(f"gross_amount {gross_amount!r} is not a number") from None
+    if not amount.is_finite() or amount < 0 or amount != amount.to_integral_value():
+        raise InvalidNotification(f"gross_amount {gross_amount!r} is not a whole Rupiah amount")
+    return int(amount)

@@ -1,0 +1,40 @@
+"""A gateway notification as the shop understands it, whatever its provider's format: which
+event of which provider it is, and what it means for the order's payment."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Provider(StrEnum):
+    SHOP = "shop"
+    """The shop's own signed format (a gateway the shop controls, and the simulator)."""
+    MIDTRANS = "midtrans"
+
+
+class Meaning(StrEnum):
+    """What a notification asks of the payment."""
+
+    PAID = "paid"
+    FAILED = "failed"
+    PENDING = "pending"
+    """Nothing to do yet (Midtrans says so before the customer has paid)."""
+    REFUNDED = "refunded"
+    """Recorded for a person: refunds are settled by hand."""
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    provider: Provider
+    provider_event_id: str
+    """Unique per provider: a repeat of the same notification carries the same id."""
+    type: str
+    """The provider's own word for it (``payment.paid``, ``settlement``…), as received."""
+    meaning: Meaning
+    order_id: uuid.UUID
+    amount: int
+    """In the currency's minor unit (IDR has none)."""
+    currency: str
+    provider_payment_id: str

@@ -1,0 +1,28 @@
+"""Taking a gateway notification: keep it and queue its processing, in one transaction, and
+nothing more. The request answers at once; the worker applies the payment afterwards, so a
+gateway's timeout never depends on the payment logic."""
+
+from __future__ import annotations
+
+from shop.contracts import ProcessPayment
+from shop.payment.domain.notifications import Notification
+from shop.payment.ports import WebhookStore
+
+
+async def take_notification(
+    store: WebhookStore, notification: Notification, raw_body: bytes
+) -> bool:
+    """Keep ``notification`` and add ProcessPayment for it; a repeat changes nothing. True
+    when it was new."""
+    async with store.transaction() as events:
+        new = await events.record(notification, raw_body)
+        if new:
+            await events.add_command(
+                ProcessPayment(
+                    provider_event_id=notification.provider_event_id,
+                    provider=notification.provider.value,
+                ),
+                # Keyed by order: every event of one order's payment is processed in order.
+                key=str(notification.order_id),
+            )
+    return new
