@@ -3,11 +3,16 @@ implements them on Postgres, unit tests implement them with fakes, ``bootstrap``
 
 from __future__ import annotations
 
+import uuid
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from shop.contracts import Contract
+from shop.messaging import MessageContext
 from shop.payment.domain.notifications import Notification
+from shop.payment.domain.payments import Payment
 
 
 class WebhookEvents(Protocol):
@@ -30,4 +35,61 @@ class WebhookStore(Protocol):
 
     async def check(self) -> None:
         """Raise when the store cannot be reached (readiness)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class StoredNotification:
+    """A kept notification: its row, and what it means."""
+
+    id: int
+    notification: Notification
+
+
+class Payments(Protocol):
+    """The payments and kept notifications of a message handler's transaction, and its
+    outbox: what a handler changes commits with its inbox row, or not at all."""
+
+    async def open(self, order_id: uuid.UUID, *, amount: int, currency: str) -> bool:
+        """A pending payment for the order; False when it has one already."""
+        ...
+
+    async def lock(self, order_id: uuid.UUID) -> Payment | None:
+        """The order's payment, locked until the transaction ends."""
+        ...
+
+    async def notification(
+        self, provider: str, provider_event_id: str
+    ) -> StoredNotification | None: ...
+
+    async def mark_paid(
+        self, payment: Payment, notification: Notification, *, at: datetime
+    ) -> None: ...
+
+    async def mark_failed(self, payment: Payment, notification: Notification) -> None: ...
+
+    async def expire(self, order_id: uuid.UUID) -> bool:
+        """A pending payment becomes expired; False when there was none pending."""
+        ...
+
+    async def settle(self, stored: StoredNotification, outcome: str) -> None:
+        """Record that the notification was processed, and with what outcome."""
+        ...
+
+    async def add_event(self, event: Contract, *, key: str) -> None: ...
+
+
+class PaymentStore(Protocol):
+    def joining(self, ctx: MessageContext) -> Payments:
+        """The payments of the handler's transaction (the one its inbox row commits with)."""
+        ...
+
+    def transaction(self) -> AbstractAsyncContextManager[Payments]:
+        """A transaction of its own, committed when the block ends, rolled back when it
+        raises."""
+        ...
+
+    async def flag(self, order_id: uuid.UUID, stored: StoredNotification, reason: str) -> None:
+        """In a transaction of its own: mark the payment for a person, and record the
+        notification's outcome."""
         ...

@@ -19,13 +19,13 @@ from sqlalchemy import (
 
 from shop.database import NAMING_CONVENTION
 from shop.messaging.schema import metadata as messaging_metadata
-from shop.payment.domain.notifications import Provider
+from shop.payment.domain.notifications import Meaning, Provider
 from shop.payment.domain.status import PaymentStatus
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 
-def _one_of(column: str, values: type[PaymentStatus] | type[Provider]) -> str:
+def _one_of(column: str, values: type[PaymentStatus] | type[Provider] | type[Meaning]) -> str:
     return f"{column} IN ({', '.join(repr(v.value) for v in values)})"
 
 
@@ -59,11 +59,19 @@ payment_events = Table(
     Column("type", String(64), nullable=False),
     # The notification exactly as it arrived: what the signature was computed over.
     Column("raw_body", LargeBinary, nullable=False),
+    # What it means, as its webhook read it, so the worker needs no provider's parser.
+    Column("meaning", String(16), nullable=False),
+    Column("order_id", Uuid, nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("provider_payment_id", String(200), nullable=False),
     Column("received_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("processed_at", DateTime(timezone=True)),
     Column("outcome", String(500)),
     UniqueConstraint("provider", "provider_event_id"),
     CheckConstraint(_one_of("provider", Provider), name="provider_known"),
+    CheckConstraint(_one_of("meaning", Meaning), name="meaning_known"),
+    CheckConstraint("amount >= 0", name="amount_not_negative"),
 )
 
 ALL_METADATA = [metadata, messaging_metadata]

@@ -42,6 +42,11 @@ class SqlWebhookEvents:
                 provider_event_id=notification.provider_event_id,
                 type=notification.type,
                 raw_body=raw_body,
+                meaning=notification.meaning.value,
+                order_id=notification.order_id,
+                amount=notification.amount,
+                currency=notification.currency,
+                provider_payment_id=notification.provider_payment_id,
             )
             .on_conflict_do_nothing()
             .returning(payment_events.c.id)

@@ -17,3 +17,17 @@ class InvalidSignature(DomainError):
 class InvalidNotification(DomainError):
     """The notification is signed but says something the shop does not understand (an
     unknown type or status, an amount that is not whole Rupiah)."""
+
+
+class PaymentNotOpened(Exception):
+    """A notification for an order whose payment is not opened yet (the webhook outran
+    OrderCreated). Not a refusal: retried until it appears."""
+
+
+class AmountMismatch(DomainError):
+    """The gateway was paid another amount or currency than the order's: nothing is paid,
+    a person settles it."""
+
+
+class NotificationNotKept(DomainError):
+    """A command to process a notification no webhook kept."""

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-12-03 13:55:53.481966
+Create Date: 2026-12-03 13:59:25.113120
 """
 
 from __future__ import annotations
@@ -28,6 +28,11 @@ def upgrade() -> None:
         sa.Column("provider_event_id", sa.String(length=200), nullable=False),
         sa.Column("type", sa.String(length=64), nullable=False),
         sa.Column("raw_body", sa.LargeBinary(), nullable=False),
+        sa.Column("meaning", sa.String(length=16), nullable=False),
+        sa.Column("order_id", sa.Uuid(), nullable=False),
+        sa.Column("amount", sa.BigInteger(), nullable=False),
+        sa.Column("currency", sa.String(length=3), nullable=False),
+        sa.Column("provider_payment_id", sa.String(length=200), nullable=False),
         sa.Column(
             "received_at",
             sa.DateTime(timezone=True),
@@ -37,8 +42,13 @@ def upgrade() -> None:
         sa.Column("processed_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("outcome", sa.String(length=500), nullable=True),
         sa.CheckConstraint(
+            "meaning IN ('paid', 'failed', 'pending', 'refunded')",
+            name=op.f("ck_payment_events_meaning_known"),
+        ),
+        sa.CheckConstraint(
             "provider IN ('shop', 'midtrans')", name=op.f("ck_payment_events_provider_known")
         ),
+        sa.CheckConstraint("amount >= 0", name=op.f("ck_payment_events_amount_not_negative")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_payment_events")),
         sa.UniqueConstraint(
             "provider",

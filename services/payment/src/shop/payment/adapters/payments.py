@@ -1,0 +1,150 @@
+"""Payments and kept notifications in SQLAlchemy: the Postgres side of
+:class:`shop.payment.ports.PaymentStore`."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from shop.contracts import Contract
+from shop.messaging import MessageContext, add
+from shop.payment.adapters.tables import payment_events, payments
+from shop.payment.domain.notifications import Meaning, Notification, Provider
+from shop.payment.domain.payments import Payment
+from shop.payment.domain.status import PaymentStatus
+from shop.payment.ports import StoredNotification
+
+
+class SqlPaymentStore:
+    def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
+        self.sessions = sessions
+
+    def joining(self, ctx: MessageContext) -> SqlPayments:
+        return SqlPayments(ctx.db)
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[SqlPayments]:
+        async with self.sessions() as session, session.begin():
+            yield SqlPayments(session)
+
+    async def flag(self, order_id: uuid.UUID, stored: StoredNotification, reason: str) -> None:
+        async with self.transaction() as in_transaction:
+            await in_transaction.session.execute(
+                update(payments)
+                .where(payments.c.order_id == order_id)
+                .values(flagged=reason[:500], updated_at=func.now())
+            )
+            await in_transaction.settle(stored, f"flagged: {reason}")
+
+
+class SqlPayments:
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def open(self, order_id: uuid.UUID, *, amount: int, currency: str) -> bool:
+        statement = (
+            insert(payments)
+            .values(
+                id=uuid.uuid4(),
+                order_id=order_id,
+                amount=amount,
+                currency=currency,
+                status=PaymentStatus.PENDING.value,
+            )
+            .on_conflict_do_nothing(index_elements=[payments.c.order_id])
+            .returning(payments.c.id)
+        )
+        return (await self.session.execute(statement)).first() is not None
+
+    async def lock(self, order_id: uuid.UUID) -> Payment | None:
+        row = (
+            await self.session.execute(
+                select(payments).where(payments.c.order_id == order_id).with_for_update()
+            )
+        ).first()
+        if row is None:
+            return None
+        return Payment(row.id, row.order_id, row.amount, row.currency, PaymentStatus(row.status))
+
+    async def notification(
+        self, provider: str, provider_event_id: str
+    ) -> StoredNotification | None:
+        row = (
+            await self.session.execute(
+                select(payment_events).where(
+                    payment_events.c.provider == provider,
+                    payment_events.c.provider_event_id == provider_event_id,
+                )
+            )
+        ).first()
+        if row is None:
+            return None
+        return StoredNotification(
+            row.id,
+            Notification(
+                provider=Provider(row.provider),
+                provider_event_id=row.provider_event_id,
+                type=row.type,
+                meaning=Meaning(row.meaning),
+                order_id=row.order_id,
+                amount=row.amount,
+                currency=row.currency,
+                provider_payment_id=row.provider_payment_id,
+            ),
+        )
+
+    async def mark_paid(
+        self, payment: Payment, notification: Notification, *, at: datetime
+    ) -> None:
+        await self._settle_payment(payment, notification, PaymentStatus.PAID, paid_at=at)
+
+    async def mark_failed(self, payment: Payment, notification: Notification) -> None:
+        await self._settle_payment(payment, notification, PaymentStatus.FAILED)
+
+    async def expire(self, order_id: uuid.UUID) -> bool:
+        result = await self.session.execute(
+            update(payments)
+            .where(
+                payments.c.order_id == order_id,
+                payments.c.status == PaymentStatus.PENDING.value,
+            )
+            .values(status=PaymentStatus.EXPIRED.value, updated_at=func.now())
+            .returning(payments.c.id)
+        )
+        return result.first() is not None
+
+    async def settle(self, stored: StoredNotification, outcome: str) -> None:
+        await self.session.execute(
+            update(payment_events)
+            .where(payment_events.c.id == stored.id)
+            .values(processed_at=func.now(), outcome=outcome[:500])
+        )
+
+    async def add_event(self, event: Contract, *, key: str) -> None:
+        await add(self.session, event, key=key)
+
+    async def _settle_payment(
+        self,
+        payment: Payment,
+        notification: Notification,
+        status: PaymentStatus,
+        *,
+        paid_at: datetime | None = None,
+    ) -> None:
+        await self.session.execute(
+            update(payments)
+            .where(payments.c.id == payment.id)
+            .values(
+                status=status.value,
+                provider=notification.provider.value,
+                provider_payment_id=notification.provider_payment_id,
+                paid_at=paid_at,
+                updated_at=func.now(),
+            )
+        )

@@ -1,0 +1,137 @@
+"""The payment rules, pure: the shop's signature (rotation, tolerance, tampering), Midtrans'
+signature and statuses, and what a notification does to a payment."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from shop.payment.domain import midtrans, shop_format
+from shop.payment.domain.errors import InvalidNotification, InvalidSignature
+from shop.payment.domain.notifications import Meaning, Notification, Provider
+from shop.payment.domain.payments import Decision, Payment, decide
+from shop.payment.domain.status import PaymentStatus
+
+BODY = b'{"event_id": "evt_1"}'
+NOW = 1_796_287_800
+
+
+def test_a_signature_by_any_active_secret_verifies() -> None:
+    header = shop_format.sign(BODY, "old", NOW)
+
+    shop_format.verify(header, BODY, ["new", "old"], now=NOW + 10, tolerance=300)
+
+
+@pytest.mark.parametrize(
+    ("header", "body", "now", "reason"),
+    [
+        (shop_format.sign(BODY, "other", NOW), BODY, NOW, "does not match"),
+        (shop_format.sign(BODY, "new", NOW), BODY + b" ", NOW, "does not match"),
+        (shop_format.sign(BODY, "new", NOW), BODY, NOW + 301, "more than the 300 s allowed"),
+        (shop_format.sign(BODY, "new", NOW), BODY, NOW - 301, "more than the 300 s allowed"),
+        (f"t={NOW},t={NOW},v1=00", BODY, NOW, "needs one t="),
+        ("t=soon,v1=00", BODY, NOW, "needs one t="),
+        ("", BODY, NOW, "missing"),
+    ],
+)
+def test_anything_else_is_refused_saying_why(
+    header: str, body: bytes, now: int, reason: str
+) -> None:
+    with pytest.raises(InvalidSignature, match=reason):
+        shop_format.verify(header, body, ["new"], now=now, tolerance=300)
+
+
+def test_one_of_several_signatures_in_the_header_may_match() -> None:
+    good = shop_format.sign(BODY, "new", NOW).split(",")[1]
+
+    shop_format.verify(f"t={NOW},v1={'0' * 64},{good}", BODY, ["new"], now=NOW, tolerance=300)
+
+
+def test_the_midtrans_signature_key_is_sha512_of_its_four_parts() -> None:
+    # sha512("ORDER-1" "200" "250000.00" "key"), as Midtrans documents the formula.
+    key = midtrans.signature_key("ORDER-1", "200", "250000.00", "key")
+
+    midtrans.verify(
+        key.upper(),
+        order_id="ORDER-1",
+        status_code="200",
+        gross_amount="250000.00",
+        server_key="key",
+    )
+    with pytest.raises(InvalidSignature):
+        midtrans.verify(
+            key, order_id="ORDER-1", status_code="200", gross_amount="250001.00", server_key="key"
+        )
+
+
+@pytest.mark.parametrize(
+    ("status", "fraud", "meaning"),
+    [
+        ("capture", "accept", Meaning.PAID),
+        ("capture", "challenge", Meaning.PENDING),
+        ("capture", "deny", Meaning.FAILED),
+        ("settlement", None, Meaning.PAID),
+        ("pending", None, Meaning.PENDING),
+        ("deny", None, Meaning.FAILED),
+        ("cancel", None, Meaning.FAILED),
+        ("expire", None, Meaning.FAILED),
+        ("failure", None, Meaning.FAILED),
+        ("refund", None, Meaning.REFUNDED),
+        ("partial_refund", None, Meaning.REFUNDED),
+    ],
+)
+def test_midtrans_statuses_mean_what_midtrans_documents(
+    status: str, fraud: str | None, meaning: Meaning
+) -> None:
+    assert midtrans.meaning(status, fraud) == meaning
+
+
+@pytest.mark.parametrize("amount", ["250000.50", "-1.00", "NaN", "lots", "Infinity"])
+def test_a_gross_amount_that_is_not_whole_rupiah_is_refused(amount: str) -> None:
+    with pytest.raises(InvalidNotification):
+        midtrans.whole_rupiah(amount)
+
+
+def test_a_gross_amount_in_midtrans_form_is_whole_rupiah() -> None:
+    assert midtrans.whole_rupiah("250000.00") == 250000
+
+
+def payment(status: PaymentStatus) -> Payment:
+    return Payment(uuid.uuid4(), uuid.uuid4(), 178000, "IDR", status)
+
+
+def notification(meaning: Meaning, amount: int = 178000, currency: str = "IDR") -> Notification:
+    return Notification(
+        Provider.SHOP, "evt_1", "payment.paid", meaning, uuid.uuid4(), amount, currency, "pay_1"
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "meaning", "amount", "decision"),
+    [
+        (PaymentStatus.PENDING, Meaning.PAID, 178000, Decision.PAY),
+        (PaymentStatus.EXPIRED, Meaning.PAID, 178000, Decision.PAY),
+        (PaymentStatus.FAILED, Meaning.PAID, 178000, Decision.PAY),
+        (PaymentStatus.PAID, Meaning.PAID, 178000, Decision.NOTHING),
+        (PaymentStatus.PAID, Meaning.PAID, 1, Decision.NOTHING),
+        (PaymentStatus.PENDING, Meaning.PAID, 1000, Decision.MISMATCH),
+        (PaymentStatus.PENDING, Meaning.FAILED, 178000, Decision.FAIL),
+        (PaymentStatus.PAID, Meaning.FAILED, 178000, Decision.NOTHING),
+        (PaymentStatus.PENDING, Meaning.PENDING, 178000, Decision.NOTHING),
+        (PaymentStatus.PAID, Meaning.REFUNDED, 178000, Decision.NOTHING),
+    ],
+)
+def test_what_a_notification_does_to_a_payment(
+    status: PaymentStatus, meaning: Meaning, amount: int, decision: Decision
+) -> None:
+    assert decide(payment(status), notification(meaning, amount))[0] == decision
+
+
+def test_another_currency_is_a_mismatch_naming_both_amounts() -> None:
+    decision, outcome = decide(
+        payment(PaymentStatus.PENDING), notification(Meaning.PAID, 178000, "SGD")
+    )
+
+    assert decision == Decision.MISMATCH
+    assert outcome == "paid 178000 SGD, but the order is 178000 IDR"
