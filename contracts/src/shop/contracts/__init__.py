@@ -12,7 +12,13 @@ from shop.contracts.codec import (
     encode,
 )
 from shop.contracts.envelope import Envelope, wrap
-from shop.contracts.orders import OrderCancelled, OrderCreated, OrderLine, OrderPaid
+from shop.contracts.orders import (
+    CancelUnpaidOrder,
+    OrderCancelled,
+    OrderCreated,
+    OrderLine,
+    OrderPaid,
+)
 from shop.contracts.payments import PaymentFailed, PaymentReceived, ProcessPayment
 from shop.contracts.registry import ALL_CONTRACTS, lookup
 from shop.contracts.topics import (
@@ -26,6 +32,7 @@ from shop.contracts.topics import (
 __all__ = [
     "ALL_CONTRACTS",
     "MAX_MESSAGE_BYTES",
+    "CancelUnpaidOrder",
     "Command",
     "ConsumerGroup",
     "Contract",

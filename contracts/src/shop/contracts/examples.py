@@ -7,7 +7,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shop.contracts.base import Contract
-from shop.contracts.orders import OrderCancelled, OrderCreated, OrderLine, OrderPaid
+from shop.contracts.orders import (
+    CancelUnpaidOrder,
+    OrderCancelled,
+    OrderCreated,
+    OrderLine,
+    OrderPaid,
+)
 from shop.contracts.payments import PaymentFailed, PaymentReceived, ProcessPayment
 
 ORDER_ID = uuid.UUID("6f1c2a4e-8d3b-4c1a-9e2f-0a1b2c3d4e5f")
@@ -56,5 +62,6 @@ def examples() -> dict[type[Contract], Contract]:
             reason="card declined",
             failed_at=WHEN,
         ),
+        CancelUnpaidOrder: CancelUnpaidOrder(order_id=ORDER_ID),
         ProcessPayment: ProcessPayment(provider_event_id="evt_9d2f", provider="shop"),
     }

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import AwareDatetime, Field, StringConstraints
 
 from shop.contracts.base import (
+    Command,
     ContractModel,
     CurrencyCode,
     EmailAddress,
@@ -74,3 +75,13 @@ class OrderCancelled(OrderFacts):
 
     reason: NonEmptyText
     cancelled_at: AwareDatetime
+
+
+class CancelUnpaidOrder(Command):
+    """Cancel the order if it is still unpaid: scheduled by its checkout for the end of its
+    payment window, and sent to order-service itself."""
+
+    message_type = "order.cancel_unpaid"
+    message_version = 1
+
+    order_id: uuid.UUID

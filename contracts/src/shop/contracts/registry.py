@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shop.contracts.base import Contract
-from shop.contracts.orders import OrderCancelled, OrderCreated, OrderPaid
+from shop.contracts.orders import CancelUnpaidOrder, OrderCancelled, OrderCreated, OrderPaid
 from shop.contracts.payments import PaymentFailed, PaymentReceived, ProcessPayment
 
 ALL_CONTRACTS: tuple[type[Contract], ...] = (
     OrderCreated,
     OrderPaid,
     OrderCancelled,
+    CancelUnpaidOrder,
     PaymentReceived,
     PaymentFailed,
     ProcessPayment,

@@ -10,6 +10,7 @@ import sys
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
@@ -21,7 +22,15 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from shop.contracts import Envelope, OrderCreated, decode, examples, wrap
 from shop.devstack.kafka import KafkaCluster, TansuBroker
 from shop.devstack.process import free_port
-from shop.messaging import KafkaSettings, Naming, Relay, RelaySettings, add
+from shop.messaging import (
+    KafkaSettings,
+    Naming,
+    OutboxItem,
+    Relay,
+    RelaySettings,
+    add,
+    add_on_connection,
+)
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.outbox import outbox_row
 from shop.messaging.relay import asyncpg_dsn
@@ -95,6 +104,57 @@ async def test_relay_wakes_on_commit_without_waiting_for_its_poll(
         async with sessions() as session, session.begin():
             await add(session, order_event("order-1"))
         await wait_until(lambda: len(broker.published) == 1, within=10, what="NOTIFY to wake it")
+
+
+async def test_a_scheduled_message_is_published_once_due_and_not_before(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    broker = MemoryBroker()
+    now, later = order_event("order-1"), order_event("order-2")
+    connection = await asyncpg.connect(asyncpg_dsn(database_url))
+    try:
+        async with connection.transaction():
+            due_at = datetime.now(UTC) + timedelta(seconds=2)
+            # One statement for both, as the checkout writes them.
+            await add_on_connection(connection, OutboxItem(later, due_at=due_at), OutboxItem(now))
+    finally:
+        await connection.close()
+
+    relay = Relay(database_url, MemoryTransport(broker), settings=FAST)
+    async with relaying(relay):
+        await wait_until(lambda: len(broker.published) >= 1, what="the message due now")
+        assert published_ids(broker.published) == [now.event_id]
+
+        async def only_the_scheduled_one_waits() -> bool:
+            return await unsent(sessions) == 1
+
+        await eventually(only_the_scheduled_one_waits, what="the first to be marked sent")
+        assert published_ids(broker.published) == [now.event_id]
+        await wait_until(lambda: len(broker.published) >= 2, what="the scheduled message")
+        published_when = datetime.now(UTC)
+    assert published_ids(broker.published) == [now.event_id, later.event_id]
+    assert published_when >= due_at
+    assert await unsent(sessions) == 0
+
+
+async def test_a_mass_of_scheduled_messages_does_not_hold_up_the_ones_due_now(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    broker = MemoryBroker()
+    async with sessions() as session, session.begin():
+        for sequence in range(2000):
+            await add(
+                session,
+                order_event(f"later-{sequence}"),
+                due_at=datetime.now(UTC) + timedelta(hours=1),
+            )
+        await add(session, urgent := order_event("now"))
+
+    relay = Relay(database_url, MemoryTransport(broker), settings=FAST)
+    async with relaying(relay):
+        await wait_until(lambda: len(broker.published) >= 1, what="the message due now")
+        await asyncio.sleep(0.3)
+    assert published_ids(broker.published) == [urgent.event_id]
 
 
 async def write_rows(

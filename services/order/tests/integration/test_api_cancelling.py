@@ -31,7 +31,9 @@ async def test_cancelling_a_pending_order_releases_its_stock_and_records_order_c
     async with sessions() as session:
         rows = (
             await session.execute(
-                select(outbox.c.message_type, outbox.c.key, outbox.c.body).order_by(outbox.c.id)
+                select(outbox.c.message_type, outbox.c.key, outbox.c.body)
+                .where(outbox.c.due_at.is_(None))
+                .order_by(outbox.c.id)
             )
         ).all()
     assert [row.message_type for row in rows] == ["order.created", "order.cancelled"]

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import uuid
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -15,8 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from shop.contracts import Envelope, OrderCreated, OrderPaid, PaymentReceived, decode, wrap
-from shop.devstack.kafka import KafkaCluster
-from shop.messaging import KafkaSettings, Naming
+from shop.messaging import Naming
 from shop.messaging.schema import outbox
 from shop.messaging.testing import eventually, publish_with, running
 from shop.order.adapters.checkout import AsyncpgCheckoutStore
@@ -30,22 +29,6 @@ from shop.order.service_layer.checkout import place_in_transaction
 from shop.order.settings import OrderSettings
 
 CUSTOMER = Customer(id="cust_ayu", email="ayu@example.com")
-
-
-@pytest.fixture
-def kafka_settings(order_settings: OrderSettings, kafka_cluster: KafkaCluster) -> OrderSettings:
-    messaging = order_settings.messaging.model_copy(
-        update={
-            "transport": "kafka",
-            "kafka": KafkaSettings(
-                bootstrap_servers=kafka_cluster.bootstrap_servers,
-                partitions=2,
-                session_timeout_ms=6000,
-            ),
-        }
-    )
-    relay = order_settings.relay.model_copy(update={"poll_interval": 0.2})
-    return order_settings.model_copy(update={"messaging": messaging, "relay": relay})
 
 
 @contextlib.asynccontextmanager
@@ -82,9 +65,16 @@ async def checkout_transaction(engine: AsyncEngine) -> AsyncIterator[CheckoutTra
         yield checkout
 
 
-async def place_order(checkout: CheckoutTransaction, key: str = "k1") -> uuid.UUID:
+async def place_order(
+    checkout: CheckoutTransaction, key: str = "k1", *, window: timedelta = timedelta(minutes=30)
+) -> uuid.UUID:
     answer = await place_in_transaction(
-        checkout, CUSTOMER, [("SERUM-NIA-30", 1)], idempotency_key=key, request_hash="h"
+        checkout,
+        CUSTOMER,
+        [("SERUM-NIA-30", 1)],
+        idempotency_key=key,
+        request_hash="h",
+        payment_window=window,
     )
     return answer.order_id
 
@@ -147,7 +137,8 @@ async def status_of(sessions: async_sessionmaker[AsyncSession], order_id: uuid.U
 
 async def outbox_types(sessions: async_sessionmaker[AsyncSession]) -> list[str]:
     async with sessions() as session:
-        query = select(outbox.c.message_type).order_by(outbox.c.id)
+        # What goes out at once; the payment deadline each checkout schedules is not an event.
+        query = select(outbox.c.message_type).where(outbox.c.due_at.is_(None)).order_by(outbox.c.id)
         return list((await session.execute(query)).scalars())
 
 

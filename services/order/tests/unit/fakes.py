@@ -8,10 +8,10 @@ import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from shop.contracts import Contract, OrderCreated, PaymentReceived
-from shop.messaging import MessageContext
+from shop.messaging import MessageContext, OutboxItem
 from shop.order.adapters.catalogue import SEED_PRODUCTS
 from shop.order.domain.customer import Customer
 from shop.order.domain.errors import (
@@ -26,6 +26,8 @@ from shop.order.domain.status import OrderStatus
 from shop.order.domain.stock import StockedProduct
 from shop.order.ports import StoredAnswer, Stores
 from shop.order.service_layer.checkout import place_order
+
+PAYMENT_WINDOW = timedelta(minutes=30)
 
 
 @dataclass
@@ -47,6 +49,8 @@ class ShopState:
     keys: dict[tuple[str, str], tuple[str, StoredAnswer | None]] = field(default_factory=dict)
     conflicts: list[Conflict] = field(default_factory=list)
     outbox: list[Contract] = field(default_factory=list)
+    scheduled: list[tuple[datetime, Contract]] = field(default_factory=list)
+    """Messages added to the outbox for later, with the time they are due."""
     commits: int = 0
 
     @classmethod
@@ -101,6 +105,7 @@ class FakeDatabase:
             list(lines),
             idempotency_key=key,
             request_hash=request_hash,
+            payment_window=PAYMENT_WINDOW,
         )
 
 
@@ -145,10 +150,10 @@ class FakeOrders(_OnTheDatabase):
             self.state.stock[sku] += quantity
 
     async def mark_cancelled(self, order_id: uuid.UUID, *, at: datetime) -> None:
-        self._set_status(order_id, OrderStatus.CANCELLED)
+        self.set_status(order_id, OrderStatus.CANCELLED)
 
     async def mark_paid(self, payment: PaymentReceived) -> None:
-        self._set_status(payment.order_id, OrderStatus.PAID)
+        self.set_status(payment.order_id, OrderStatus.PAID)
 
     async def record_conflict(
         self, payment: PaymentReceived, *, order_status: OrderStatus, conflict: PaymentConflict
@@ -158,7 +163,7 @@ class FakeOrders(_OnTheDatabase):
     async def add_event(self, event: Contract, *, key: str) -> None:
         self.state.outbox.append(event)
 
-    def _set_status(self, order_id: uuid.UUID, status: OrderStatus) -> None:
+    def set_status(self, order_id: uuid.UUID, status: OrderStatus) -> None:
         record = self.state.orders[order_id]
         view = record.view.model_copy(update={"status": status})
         self.state.orders[order_id] = OrderRecord(view, record.customer_id, record.customer_email)
@@ -219,8 +224,13 @@ class FakeCheckout(_OnTheDatabase):
             view, order.customer_id, order.customer_email
         )
 
-    async def add_event(self, event: Contract, *, key: str) -> None:
-        self.state.outbox.append(event)
+    async def add_to_outbox(self, *items: OutboxItem) -> None:
+        for item in items:
+            assert isinstance(item.message, Contract)
+            if item.due_at is None:
+                self.state.outbox.append(item.message)
+            else:
+                self.state.scheduled.append((item.due_at, item.message))
 
     async def store_answer(self, customer_id: str, key: str, answer: StoredAnswer) -> None:
         claimed_hash, _ = self.state.keys[(customer_id, key)]

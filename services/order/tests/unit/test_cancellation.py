@@ -6,14 +6,20 @@ from __future__ import annotations
 import uuid
 
 import pytest
+import structlog
 
-from shop.contracts import OrderCancelled
+from shop.contracts import CancelUnpaidOrder, OrderCancelled
 from shop.order.domain.customer import Customer
 from shop.order.domain.errors import InvalidTransition, OrderNotFound
 from shop.order.domain.status import OrderStatus
-from shop.order.service_layer.cancellation import CUSTOMER_CANCELLED, cancel_order
+from shop.order.service_layer.cancellation import (
+    CUSTOMER_CANCELLED,
+    PAYMENT_EXPIRED,
+    cancel_order,
+    cancel_unpaid,
+)
 
-from .fakes import FakeDatabase
+from .fakes import PAYMENT_WINDOW, FakeDatabase, FakeOrders
 
 AYU = Customer(id="cust_ayu", email="ayu@example.com")
 BUDI = Customer(id="cust_budi", email="budi@example.com")
@@ -64,4 +70,41 @@ async def test_someone_elses_order_is_not_found_and_stays_as_it_is() -> None:
         await cancel_order(database.stores().orders, BUDI, order_id)
 
     assert database.state.orders[order_id].view.status == OrderStatus.PENDING
+    assert database.state.events_of(OrderCancelled) == []
+
+
+async def test_the_checkout_schedules_the_cancellation_for_the_end_of_the_payment_window() -> None:
+    database = FakeDatabase()
+    order_id = await placed(database, ("SERUM-NIA-30", 1))
+
+    [(due_at, command)] = database.state.scheduled
+
+    assert command == CancelUnpaidOrder(order_id=order_id)
+    assert due_at == database.state.orders[order_id].view.created_at + PAYMENT_WINDOW
+
+
+async def test_an_unpaid_order_past_its_window_is_cancelled_once_and_its_stock_returned() -> None:
+    database = FakeDatabase()
+    before = dict(database.state.stock)
+    order_id = await placed(database, ("SERUM-RET-30", 2))
+    log = structlog.get_logger()
+
+    first = await cancel_unpaid(FakeOrders(database), order_id, log)
+    again = await cancel_unpaid(FakeOrders(database), order_id, log)
+
+    assert (first, again) == (True, False)
+    assert database.state.stock == before
+    [cancelled] = database.state.events_of(OrderCancelled)
+    assert isinstance(cancelled, OrderCancelled)
+    assert cancelled.reason == PAYMENT_EXPIRED
+
+
+async def test_a_paid_order_past_its_window_is_left_paid() -> None:
+    database = FakeDatabase()
+    order_id = await placed(database, ("SERUM-NIA-30", 1))
+    FakeOrders(database).set_status(order_id, OrderStatus.PAID)
+
+    assert await cancel_unpaid(FakeOrders(database), order_id, structlog.get_logger()) is False
+
+    assert database.state.orders[order_id].view.status == OrderStatus.PAID
     assert database.state.events_of(OrderCancelled) == []

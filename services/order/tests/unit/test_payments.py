@@ -69,7 +69,8 @@ def payment(order_id: uuid.UUID, amount: int = 89000) -> PaymentReceived:
 
 async def handle(database: FakeDatabase, event: PaymentReceived) -> None:
     """What the worker does with a delivered PaymentReceived, once decoded."""
-    [subscriber] = build_router(database.stores().orders)
+    subscriber = build_router(database.stores().orders).for_type(PaymentReceived.message_type)
+    assert subscriber is not None
     ctx = MessageContext(
         wrap(event, key=str(event.order_id)), "order-service:test", 1, None, structlog.get_logger()
     )

@@ -7,7 +7,7 @@ from shop.messaging.context import MessageContext
 from shop.messaging.deadletters import DeadLetterFilter, DeadLetters, StoredDeadLetter
 from shop.messaging.errors import NoSubscriber, PermanentError, PublishError, TransientError
 from shop.messaging.naming import Naming
-from shop.messaging.outbox import add, add_on_connection
+from shop.messaging.outbox import OutboxItem, add, add_on_connection
 from shop.messaging.relay import Relay, RelaySettings
 from shop.messaging.retry import RetryPolicy
 from shop.messaging.settings import KafkaSettings, MessagingSettings, SqsSettings
@@ -23,6 +23,7 @@ __all__ = [
     "MessagingSettings",
     "Naming",
     "NoSubscriber",
+    "OutboxItem",
     "PermanentError",
     "PublishError",
     "Relay",

@@ -3,7 +3,11 @@ transaction. The relay sends it after the commit; a rollback leaves nothing to s
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -16,22 +20,49 @@ from shop.messaging.context import current_envelope
 from shop.messaging.schema import OUTBOX_CHANNEL
 
 
-def _insert_and_notify(*values: str) -> str:
-    """The row, and a NOTIFY that is transactional (the relay wakes on commit, never for a
+def _insert_and_notify(*rows: Sequence[str]) -> str:
+    """The rows, and a NOTIFY that is transactional (the relay wakes on commit, never for a
     rollback; Postgres folds a transaction's identical notifications into one), in one
-    round trip. ``values`` are the placeholders of the driver in use."""
+    round trip. Each row is the placeholders of the driver in use."""
+    values = ", ".join(f"({', '.join(row)})" for row in rows)
     return (
         "WITH added AS ("
-        " INSERT INTO outbox (event_id, key, message_type, headers, body)"
-        f" VALUES ({', '.join(values)}))"
+        " INSERT INTO outbox (event_id, key, message_type, headers, body, due_at)"
+        f" VALUES {values})"
         f" SELECT pg_notify('{OUTBOX_CHANNEL}', '')"
     )
 
 
 _ADD = text(
-    _insert_and_notify(":event_id", ":key", ":message_type", "CAST(:headers AS jsonb)", ":body")
+    _insert_and_notify(
+        (":event_id", ":key", ":message_type", "CAST(:headers AS jsonb)", ":body", ":due_at")
+    )
 )
-_ADD_POSITIONAL = _insert_and_notify("$1", "$2", "$3", "$4::jsonb", "$5")
+_COLUMNS = 6
+
+
+@functools.lru_cache(maxsize=8)
+def _add_positional(count: int) -> str:
+    """The statement for ``count`` rows on asyncpg (built once per count, so the driver's
+    statement cache keeps it prepared)."""
+    return _insert_and_notify(
+        *(
+            tuple(
+                f"${n * _COLUMNS + i}{'::jsonb' if i == 4 else ''}" for i in range(1, _COLUMNS + 1)
+            )
+            for n in range(count)
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxItem:
+    """One message for the outbox: an event (or command), its aggregate key, and when it is
+    due (None: at once)."""
+
+    message: Contract | Envelope[Contract]
+    key: str | None = None
+    due_at: datetime | None = None
 
 
 def message_headers(envelope: Envelope[Any]) -> dict[str, str]:
@@ -64,40 +95,42 @@ async def add(
     key: str | None = None,
     correlation_id: str | None = None,
     traceparent: str | None = None,
+    due_at: datetime | None = None,
 ) -> Envelope[Contract]:
     """Add ``event`` to the outbox inside ``session``'s transaction; return its envelope.
 
     A bare event is wrapped here (``key`` is then required). Inside a handler the new
     envelope names the handled message as its cause and inherits its correlation id and
-    trace context, so a whole checkout can be followed across services.
+    trace context, so a whole checkout can be followed across services. ``due_at`` makes
+    it a scheduled message: committed now, published by the relay once it is due, however
+    often the processes restart meanwhile.
     """
     envelope = _envelope(event, key, correlation_id, traceparent)
     row = outbox_row(envelope)
-    await session.execute(_ADD, {**row, "headers": json.dumps(row["headers"])})
+    await session.execute(_ADD, {**row, "headers": json.dumps(row["headers"]), "due_at": due_at})
     return envelope
 
 
 async def add_on_connection(
-    connection: asyncpg.Connection,
-    event: Contract | Envelope[Contract],
-    *,
-    key: str | None = None,
-    correlation_id: str | None = None,
-    traceparent: str | None = None,
-) -> Envelope[Contract]:
+    connection: asyncpg.Connection, *items: OutboxItem
+) -> list[Envelope[Contract]]:
     """:func:`add` for code that runs its transaction on an asyncpg connection directly (a
-    hot path that skips the ORM): the same row and NOTIFY, in the connection's transaction."""
-    envelope = _envelope(event, key, correlation_id, traceparent)
-    row = outbox_row(envelope)
-    await connection.execute(
-        _ADD_POSITIONAL,
-        row["event_id"],
-        row["key"],
-        row["message_type"],
-        json.dumps(row["headers"]),
-        row["body"],
-    )
-    return envelope
+    hot path that skips the ORM): the same rows and NOTIFY, all in one statement, in the
+    connection's transaction."""
+    envelopes = [_envelope(item.message, item.key, None, None) for item in items]
+    arguments: list[object] = []
+    for envelope, item in zip(envelopes, items, strict=True):
+        row = outbox_row(envelope)
+        arguments += [
+            row["event_id"],
+            row["key"],
+            row["message_type"],
+            json.dumps(row["headers"]),
+            row["body"],
+            item.due_at,
+        ]
+    await connection.execute(_add_positional(len(items)), *arguments)
+    return envelopes
 
 
 def _envelope(

@@ -40,8 +40,19 @@ outbox = Table(
     Column("body", LargeBinary, nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     Column("published_at", DateTime(timezone=True)),
-    # The relay reads only unsent rows, oldest first; sent rows wait for the retention cleanup.
-    Index("ix_outbox_unsent", "id", postgresql_where=text("published_at IS NULL")),
+    # A scheduled message: the relay publishes it once this time has come, not before.
+    Column("due_at", DateTime(timezone=True)),
+    # The relay reads unsent rows, oldest first, and scheduled ones as they fall due; sent
+    # rows wait for the retention cleanup. Two indexes, so that a mass of scheduled rows
+    # never lies in the way of the rows to send now.
+    Index(
+        "ix_outbox_unsent", "id", postgresql_where=text("published_at IS NULL AND due_at IS NULL")
+    ),
+    Index(
+        "ix_outbox_scheduled",
+        "due_at",
+        postgresql_where=text("published_at IS NULL AND due_at IS NOT NULL"),
+    ),
     Index(
         "ix_outbox_published_at", "published_at", postgresql_where=text("published_at IS NOT NULL")
     ),

@@ -3,11 +3,11 @@ letters are done by :mod:`shop.messaging`; each handler calls its use case."""
 
 from __future__ import annotations
 
-from shop.contracts import ConsumerGroup, PaymentReceived
+from shop.contracts import CancelUnpaidOrder, ConsumerGroup, PaymentReceived
 from shop.messaging import MessageContext, PermanentError, Router
 from shop.order.domain.errors import OrderNotFound
 from shop.order.ports import OrderStore
-from shop.order.service_layer import payments
+from shop.order.service_layer import cancellation, payments
 
 
 def build_router(store: OrderStore) -> Router:
@@ -22,5 +22,13 @@ def build_router(store: OrderStore) -> Router:
             raise PermanentError(
                 f"payment {event.payment_id} names no known order {event.order_id}"
             ) from error
+
+    @router.subscriber(CancelUnpaidOrder)
+    async def cancel_unpaid_order(command: CancelUnpaidOrder, ctx: MessageContext) -> None:
+        # The inbox row and the order's lock make it once, with any number of workers.
+        try:
+            await cancellation.cancel_unpaid(store.joining(ctx), command.order_id, ctx.log)
+        except OrderNotFound as error:
+            raise PermanentError(f"no order {command.order_id} to cancel") from error
 
     return router

@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Protocol
 
 from shop.contracts import Contract, OrderCreated, PaymentReceived
-from shop.messaging import MessageContext
+from shop.messaging import MessageContext, OutboxItem
 from shop.order.domain.orders import OrderPage, OrderRecord, ProductView
 from shop.order.domain.payments import PaymentConflict
 from shop.order.domain.status import OrderStatus
@@ -117,8 +117,9 @@ class CheckoutTransaction(Protocol):
         that is taken already is :class:`~shop.order.domain.errors.OrderNumberTaken`."""
         ...
 
-    async def add_event(self, event: Contract, *, key: str) -> None:
-        """Add ``event`` to the outbox of this transaction."""
+    async def add_to_outbox(self, *items: OutboxItem) -> None:
+        """Add ``items`` (events, and scheduled commands) to the outbox of this transaction,
+        in one round trip."""
         ...
 
     async def store_answer(self, customer_id: str, key: str, answer: StoredAnswer) -> None: ...

@@ -26,6 +26,8 @@ class OrderSettings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8001
     worker_health_port: int = 9101
+    payment_window_seconds: float = Field(default=30 * 60, gt=0)
+    """An order not paid this long after its checkout is cancelled (``payment_expired``)."""
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     db_pool_size: int = Field(default=10, ge=1)
     log_json: bool = True

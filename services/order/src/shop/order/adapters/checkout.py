@@ -14,8 +14,8 @@ from contextlib import asynccontextmanager
 import asyncpg
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from shop.contracts import Contract, OrderCreated
-from shop.messaging import add_on_connection
+from shop.contracts import OrderCreated
+from shop.messaging import OutboxItem, add_on_connection
 from shop.order.adapters.driver import driver_connection
 from shop.order.domain.errors import IdempotencyConflict, OrderNumberTaken
 from shop.order.domain.status import OrderStatus
@@ -115,8 +115,8 @@ class AsyncpgCheckout:
                 raise OrderNumberTaken(order.order_number) from error
             raise
 
-    async def add_event(self, event: Contract, *, key: str) -> None:
-        await add_on_connection(self.connection, event, key=key)
+    async def add_to_outbox(self, *items: OutboxItem) -> None:
+        await add_on_connection(self.connection, *items)
 
     async def store_answer(self, customer_id: str, key: str, answer: StoredAnswer) -> None:
         await self.connection.execute(

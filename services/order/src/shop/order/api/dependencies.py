@@ -39,6 +39,7 @@ async def _registry(request: Request) -> CollectorRegistry:
     return registry
 
 
+Settings = Annotated[OrderSettings, Depends(_settings)]
 Registry = Annotated[CollectorRegistry, Depends(_registry)]
 
 

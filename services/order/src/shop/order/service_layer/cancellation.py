@@ -1,19 +1,23 @@
-"""Cancelling a pending order: one transaction that returns its stock and adds
-OrderCancelled to the outbox."""
+"""Cancelling a pending order, by its customer or when its payment window has passed: one
+transaction that returns its stock and adds OrderCancelled to the outbox."""
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
 from datetime import UTC, datetime
+from typing import Any
 
 from shop.contracts import OrderCancelled
 from shop.order.domain.customer import Customer
-from shop.order.domain.orders import OrderView
+from shop.order.domain.orders import OrderRecord, OrderView
 from shop.order.domain.status import OrderStatus, check_transition
-from shop.order.ports import OrderStore
+from shop.order.ports import Orders, OrderStore
 
 CUSTOMER_CANCELLED = "cancelled by the customer"
+
+
+PAYMENT_EXPIRED = "payment_expired"
 
 
 async def cancel_order(store: OrderStore, customer: Customer, order_id: uuid.UUID) -> OrderView:
@@ -22,16 +26,35 @@ async def cancel_order(store: OrderStore, customer: Customer, order_id: uuid.UUI
     async with store.transaction() as orders:
         record = await orders.get(order_id, customer_id=customer.id, for_update=True)
         check_transition(record.view.status, OrderStatus.CANCELLED)
-        quantities: Counter[str] = Counter()
-        for line in record.view.lines:
-            quantities[line.sku] += line.quantity
-        await orders.return_stock(quantities)
-        cancelled_at = datetime.now(UTC)
-        await orders.mark_cancelled(order_id, at=cancelled_at)
-        await orders.add_event(
-            OrderCancelled(
-                **record.event_facts(), reason=CUSTOMER_CANCELLED, cancelled_at=cancelled_at
-            ),
-            key=str(order_id),
-        )
+        await _cancel(orders, record, CUSTOMER_CANCELLED)
     return record.view.model_copy(update={"status": OrderStatus.CANCELLED})
+
+
+async def cancel_unpaid(orders: Orders, order_id: uuid.UUID, log: Any) -> bool:
+    """The payment window of the order has passed: cancel it if it is still pending, in the
+    handler's transaction. Paid, or cancelled already, it is left as it is. True when it
+    was cancelled now."""
+    record = await orders.get(order_id, for_update=True)
+    if record.view.status != OrderStatus.PENDING:
+        log.info(
+            "payment window over; order left as it is",
+            order_id=str(order_id),
+            status=record.view.status,
+        )
+        return False
+    await _cancel(orders, record, PAYMENT_EXPIRED)
+    log.info("order cancelled: not paid in time", order_id=str(order_id))
+    return True
+
+
+async def _cancel(orders: Orders, record: OrderRecord, reason: str) -> None:
+    quantities: Counter[str] = Counter()
+    for line in record.view.lines:
+        quantities[line.sku] += line.quantity
+    await orders.return_stock(quantities)
+    cancelled_at = datetime.now(UTC)
+    await orders.mark_cancelled(record.view.id, at=cancelled_at)
+    await orders.add_event(
+        OrderCancelled(**record.event_facts(), reason=reason, cancelled_at=cancelled_at),
+        key=str(record.view.id),
+    )
