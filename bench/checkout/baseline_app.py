@@ -4,10 +4,10 @@ raw asyncpg pool, no ORM, no models: how fast could this checkout be?
 It does the same work as order-service's checkout, against the same schema (the service's
 own migrations) and in one transaction: verify the bearer JWT (HS256, pyjwt), claim the
 idempotency key, lock the products in sku order and check their stock, take the stock, write
-the order with its items, write one ``order.created`` outbox row (the same envelope JSON and
-headers) with its ``pg_notify``, store the answer with the key, and answer 201 with the same
-JSON body and ``Location`` header. The same statements as the service, so the same round
-trips: BEGIN, six statements, COMMIT.
+the order with its items, write the ``order.created`` outbox row and the order's scheduled
+``order.cancel_unpaid`` (the same envelope JSON and headers) with their ``pg_notify``, store
+the answer with the key, and answer 201 with the same JSON body and ``Location`` header. The
+same statements as the service, so the same round trips: BEGIN, six statements, COMMIT.
 
 Configured by ``BASELINE_DATABASE_URL``, ``BASELINE_JWT_SECRET`` and ``BASELINE_POOL_SIZE``;
 served by uvicorn: ``python -m uvicorn --app-dir bench/checkout baseline_app:app``.
@@ -23,7 +23,7 @@ import secrets
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import jwt
@@ -60,11 +60,14 @@ WITH placed AS (
     VALUES ($1, $2, $3, $4, 'pending', $5, 'IDR', $6, $6))
 INSERT INTO order_items (order_id, line_no, sku, name, quantity, unit_price)
 SELECT $1, * FROM unnest($7::smallint[], $8::varchar[], $9::varchar[], $10::int[], $11::bigint[])"""
+# The event and the order's payment deadline (a row the relay sends once it is due).
 OUTBOX = f"""
 WITH added AS (
-    INSERT INTO outbox (event_id, key, message_type, headers, body)
-    VALUES ($1, $2, 'order.created', $3::jsonb, $4))
+    INSERT INTO outbox (event_id, key, message_type, headers, body, due_at)
+    VALUES ($1, $2, 'order.created', $3::jsonb, $4, NULL),
+           ($5, $2, 'order.cancel_unpaid', $6::jsonb, $7, $8))
 SELECT pg_notify('{OUTBOX_CHANNEL}', '')"""
+PAYMENT_WINDOW = timedelta(minutes=30)
 ANSWER = """
 UPDATE idempotency_keys SET order_id = $3, response_status = 201, response_body = $4
 WHERE customer_id = $1 AND key = $2"""
@@ -237,8 +240,29 @@ async def checkout(
         "x-event-id": event_id,
         "x-correlation-id": event_id,
     }
+    deadline_id = str(uuid.uuid4())
+    deadline = {
+        **envelope,
+        "event_id": deadline_id,
+        "type": "order.cancel_unpaid",
+        "correlation_id": deadline_id,
+        "payload": {"order_id": order_key},
+    }
+    deadline_headers = {
+        "x-message-type": "order.cancel_unpaid",
+        "x-event-id": deadline_id,
+        "x-correlation-id": deadline_id,
+    }
     await connection.execute(
-        OUTBOX, uuid.UUID(event_id), order_key, compact(headers), compact(envelope).encode()
+        OUTBOX,
+        uuid.UUID(event_id),
+        order_key,
+        compact(headers),
+        compact(envelope).encode(),
+        uuid.UUID(deadline_id),
+        compact(deadline_headers),
+        compact(deadline).encode(),
+        placed_at + PAYMENT_WINDOW,
     )
 
     answer = compact(
