@@ -69,7 +69,10 @@ def order_created(order_id: uuid.UUID = ORDER_ID, total: int = TOTAL) -> OrderCr
     example = examples.examples()[OrderCreated]
     assert isinstance(example, OrderCreated)
     lines = [example.lines[0].model_copy(update={"quantity": 1, "unit_price": total})]
-    return example.model_copy(update={"order_id": order_id, "total": total, "lines": lines})
+    number = f"SK-{order_id.hex[:4]}-{order_id.hex[4:8]}".upper()
+    return example.model_copy(
+        update={"order_id": order_id, "order_number": number, "total": total, "lines": lines}
+    )
 
 
 async def publish(settings: PaymentSettings, *events: Any) -> None:

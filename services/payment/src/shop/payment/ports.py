@@ -50,7 +50,9 @@ class Payments(Protocol):
     """The payments and kept notifications of a message handler's transaction, and its
     outbox: what a handler changes commits with its inbox row, or not at all."""
 
-    async def open(self, order_id: uuid.UUID, *, amount: int, currency: str) -> bool:
+    async def open(
+        self, order_id: uuid.UUID, *, order_number: str, amount: int, currency: str
+    ) -> bool:
         """A pending payment for the order; False when it has one already."""
         ...
 

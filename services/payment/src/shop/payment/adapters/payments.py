@@ -47,12 +47,15 @@ class SqlPayments:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
 
-    async def open(self, order_id: uuid.UUID, *, amount: int, currency: str) -> bool:
+    async def open(
+        self, order_id: uuid.UUID, *, order_number: str, amount: int, currency: str
+    ) -> bool:
         statement = (
             insert(payments)
             .values(
                 id=uuid.uuid4(),
                 order_id=order_id,
+                order_number=order_number,
                 amount=amount,
                 currency=currency,
                 status=PaymentStatus.PENDING.value,

@@ -34,6 +34,8 @@ payments = Table(
     metadata,
     Column("id", Uuid, primary_key=True),
     Column("order_id", Uuid, nullable=False, unique=True),
+    # The number the customer reads (SK-7KQ4-M2XD), so a person can find the payment by it.
+    Column("order_number", String(32), nullable=False, unique=True),
     Column("amount", BigInteger, nullable=False),
     Column("currency", String(3), nullable=False),
     Column("status", String(16), nullable=False),

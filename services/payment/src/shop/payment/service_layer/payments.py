@@ -15,7 +15,9 @@ from shop.payment.ports import Payments, PaymentStore
 
 async def open_payment(payments: Payments, order: OrderCreated) -> bool:
     """A pending payment for the order's total; a repeat changes nothing."""
-    return await payments.open(order.order_id, amount=order.total, currency=order.currency)
+    return await payments.open(
+        order.order_id, order_number=order.order_number, amount=order.total, currency=order.currency
+    )
 
 
 async def expire_payment(payments: Payments, order: OrderCancelled) -> bool:

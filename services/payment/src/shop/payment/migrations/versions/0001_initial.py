@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-12-03 14:07:17.929228
+Create Date: 2026-12-03 14:22:30.390703
 """
 
 from __future__ import annotations
@@ -60,6 +60,7 @@ def upgrade() -> None:
         "payments",
         sa.Column("id", sa.Uuid(), nullable=False),
         sa.Column("order_id", sa.Uuid(), nullable=False),
+        sa.Column("order_number", sa.String(length=32), nullable=False),
         sa.Column("amount", sa.BigInteger(), nullable=False),
         sa.Column("currency", sa.String(length=3), nullable=False),
         sa.Column("status", sa.String(length=16), nullable=False),
@@ -93,6 +94,7 @@ def upgrade() -> None:
         sa.CheckConstraint("amount >= 0", name=op.f("ck_payments_amount_not_negative")),
         sa.PrimaryKeyConstraint("id", name=op.f("pk_payments")),
         sa.UniqueConstraint("order_id", name=op.f("uq_payments_order_id")),
+        sa.UniqueConstraint("order_number", name=op.f("uq_payments_order_number")),
     )
     op.create_table(
         "inbox",
