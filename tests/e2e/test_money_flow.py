@@ -1,8 +1,8 @@
-"""The whole money flow with the services as separate processes (``make run``'s stack, on
-the Kafka-protocol broker), driven over HTTP as a frontend and a payment gateway would:
-checkout → the gateway pays → the order reads paid → the receipt e-mail with its invoice;
-an order left unpaid past its window reads cancelled, its stock back, and a late payment
-for it is recorded as a refund due."""
+"""The whole money flow with the services as separate processes (``make run``'s stack), on
+the Kafka-protocol broker and on SQS/SNS, driven over HTTP as a frontend and a payment
+gateway would: checkout → the gateway pays → the order reads paid → the receipt e-mail with
+its invoice; an order left unpaid past its window reads cancelled, its stock back, and a
+late payment for it is recorded as a refund due."""
 
 from __future__ import annotations
 
@@ -20,8 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+import pytest
 from pypdf import PdfReader
 
+from shop.devstack.aws import DEV_CREDENTIALS
 from shop.devstack.testing import wait_for_ready
 
 from .test_make_run import http
@@ -57,15 +59,43 @@ def invoice_text(mail_dir: Path, number: str) -> str:
     return "".join(page.extract_text() for page in PdfReader(io.BytesIO(payload)).pages)
 
 
-def test_an_order_is_paid_through_the_gateway_and_an_unpaid_one_expires(tmp_path: Path) -> None:
+def procfile(transport: str, workdir: Path) -> Path:
+    """``make run``'s procfile, on ``transport``: the same processes, their messaging
+    settings pointed at the SQS/SNS endpoint instead of the broker."""
+    if transport == "kafka":
+        return ROOT / "devstack.toml"
+    text = re.sub(
+        r'(SHOP_\w+_MESSAGING__)TRANSPORT = "kafka"',
+        r'\1TRANSPORT = "sqs"',
+        (ROOT / "devstack.toml").read_text(),
+    )
+    text = re.sub(
+        r'(SHOP_\w+_MESSAGING__)KAFKA__BOOTSTRAP_SERVERS = "\{kafka_bootstrap\}"',
+        r'\1SQS__ENDPOINT_URL = "{aws_url}"\n\1SQS__REGION = "{aws_region}"\n'
+        r'\1SQS__WAIT_TIME_SECONDS = "1"',
+        text,
+    )
+    assert text.count('TRANSPORT = "sqs"') == text.count("SQS__ENDPOINT_URL") >= 4, text
+    path = workdir / "devstack.sqs.toml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("transport", ["kafka", "sqs"])
+def test_an_order_is_paid_through_the_gateway_and_an_unpaid_one_expires(
+    tmp_path: Path, transport: str
+) -> None:
     env = {
         **os.environ,
         "COLUMNS": "200",
         "SHOP_ORDER_PAYMENT_WINDOW_SECONDS": str(WINDOW_SECONDS),
+        # The embedded SQS/SNS endpoint's credentials, found by botocore's default chain.
+        "AWS_ACCESS_KEY_ID": DEV_CREDENTIALS[0],
+        "AWS_SECRET_ACCESS_KEY": DEV_CREDENTIALS[1],
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "shop.devstack", "up", "--workdir", str(tmp_path),
-         "--procfile", str(ROOT / "devstack.toml")],
+        [sys.executable, "-m", "shop.devstack", "up", "--workdir", str(tmp_path / "stack"),
+         "--procfile", str(procfile(transport, tmp_path))],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env,
     )  # fmt: skip
     children: list[psutil.Process] = []
@@ -123,8 +153,11 @@ def test_an_order_is_paid_through_the_gateway_and_an_unpaid_one_expires(tmp_path
         # The gateway knows the payment once payment-service has opened it.
         until(lambda: gateway_pays(paid), "payment-service to open the payment")
         until(lambda: status_of(paid) == "paid", "the order to read paid")
-        until(lambda: receipt_of(tmp_path / "mail", str(paid["number"])) is not None, "receipt")
-        text = invoice_text(tmp_path / "mail", str(paid["number"]))
+        until(
+            lambda: receipt_of(tmp_path / "stack" / "mail", str(paid["number"])) is not None,
+            "receipt",
+        )
+        text = invoice_text(tmp_path / "stack" / "mail", str(paid["number"]))
         assert str(paid["number"]) in text
         assert "Payment reference: evt_" in text
 
@@ -132,7 +165,7 @@ def test_an_order_is_paid_through_the_gateway_and_an_unpaid_one_expires(tmp_path
         assert stock_of("SERUM-NIA-30") == serum_stock
         assert status_of(paid) == "paid", "a paid order outlives its window"
         assert gateway_pays(unpaid), "a late notification is still taken"
-        worker_log = tmp_path / "logs" / "order-worker.log"
+        worker_log = tmp_path / "stack" / "logs" / "order-worker.log"
         until(lambda: "refund due" in worker_log.read_text(), "the refund due to be recorded")
     finally:
         process.send_signal(signal.SIGINT)
