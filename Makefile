@@ -12,7 +12,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 PYTEST_ARGS ?=
 
-.PHONY: help install run test lint typecheck contracts pytest format bench bench-relay bench-checkout bench-notify clean
+.PHONY: help install run test lint typecheck contracts pytest format bench bench-relay bench-checkout bench-notify bench-webhook clean
 
 help:
 	@echo "make run    start the shop on embedded infrastructure (Ctrl-C stops it)"
@@ -50,7 +50,7 @@ pytest: install
 test: lint typecheck contracts pytest
 
 # Benchmarks measure speed (tests never do); each prints its baseline from the same run.
-bench: bench-relay bench-checkout bench-notify
+bench: bench-relay bench-checkout bench-notify bench-webhook
 
 bench-relay: install
 	$(RUN) python bench/relay/bench_relay.py
@@ -60,6 +60,9 @@ bench-checkout: install
 
 bench-notify: install
 	$(RUN) python bench/notify/bench_notify.py
+
+bench-webhook: install
+	$(RUN) python bench/webhook/bench_webhook.py
 
 format: install
 	$(RUN) ruff format .
