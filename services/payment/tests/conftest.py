@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 from pydantic import SecretStr
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from shop.database import create_engine, session_factory
 from shop.messaging import MessagingSettings
-from shop.payment.adapters.webhook_events import SqlWebhookStore
+from shop.payment.adapters.webhook_events import AsyncpgWebhookStore
 from shop.payment.api.app import create_app
 from shop.payment.migrations import migrate_async
 from shop.payment.settings import PaymentSettings
@@ -34,21 +34,24 @@ async def payment_settings(database_url: str, unique_name: str) -> PaymentSettin
 
 
 @pytest.fixture
-async def sessions(
-    payment_settings: PaymentSettings,
-) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+async def engine(payment_settings: PaymentSettings) -> AsyncIterator[AsyncEngine]:
     engine = create_engine(payment_settings.database_url, pool_size=20)
     try:
-        yield session_factory(engine)
+        yield engine
     finally:
         await engine.dispose()
 
 
 @pytest.fixture
+def sessions(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return session_factory(engine)
+
+
+@pytest.fixture
 async def client(
-    payment_settings: PaymentSettings, sessions: async_sessionmaker[AsyncSession]
+    payment_settings: PaymentSettings, engine: AsyncEngine
 ) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(payment_settings, SqlWebhookStore(sessions))
+    app = create_app(payment_settings, AsyncpgWebhookStore(engine))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://payment.test") as client:
         yield client

@@ -10,7 +10,7 @@ from shop.database import create_engine, session_factory
 from shop.messaging import Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.payment.adapters.payments import SqlPaymentStore
-from shop.payment.adapters.webhook_events import SqlWebhookStore
+from shop.payment.adapters.webhook_events import AsyncpgWebhookStore
 from shop.payment.api.app import create_app
 from shop.payment.handlers import build_router
 from shop.payment.ports import WebhookStore
@@ -22,7 +22,7 @@ def build_app(settings: PaymentSettings, *, store: WebhookStore | None = None) -
     if store is not None:
         return create_app(settings, store)
     engine = create_engine(settings.database_url, pool_size=settings.db_pool_size)
-    return create_app(settings, SqlWebhookStore(session_factory(engine)), on_close=[engine.dispose])
+    return create_app(settings, AsyncpgWebhookStore(engine), on_close=[engine.dispose])
 
 
 def build_worker(settings: PaymentSettings, *, health_port: int | None = None) -> Worker:

@@ -15,22 +15,13 @@ from shop.payment.domain.notifications import Notification
 from shop.payment.domain.payments import Payment
 
 
-class WebhookEvents(Protocol):
-    """The gateway notifications of one transaction, and its outbox."""
-
-    async def record(self, notification: Notification, raw_body: bytes) -> bool:
-        """Keep ``notification`` with its body byte for byte, once per provider event id;
-        False when it was kept already (a repeat)."""
-        ...
-
-    async def add_command(self, command: Contract, *, key: str) -> None:
-        """Add ``command`` to the outbox of this transaction."""
-        ...
-
-
 class WebhookStore(Protocol):
-    def transaction(self) -> AbstractAsyncContextManager[WebhookEvents]:
-        """A transaction, committed when the block ends, rolled back when it raises."""
+    """Where the gateways' notifications are kept."""
+
+    async def take(self, notification: Notification, raw_body: bytes, command: Contract) -> bool:
+        """In one transaction: keep ``notification`` with its body byte for byte, once per
+        provider event id, and, when it is new, add ``command`` to the outbox (keyed by the
+        notification's order). False for a repeat, which changes nothing."""
         ...
 
     async def check(self) -> None:

@@ -1,2 +1,2 @@
 """I/O only: the Postgres side of the ports (tables, the orders store, the checkout's hot
-path), the driver connection, and the development catalogue."""
+path), and the development catalogue."""

@@ -15,8 +15,8 @@ import asyncpg
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shop.contracts import OrderCreated
+from shop.database.driver import driver_connection
 from shop.messaging import OutboxItem, add_on_connection
-from shop.order.adapters.driver import driver_connection
 from shop.order.domain.errors import IdempotencyConflict, OrderNumberTaken
 from shop.order.domain.status import OrderStatus
 from shop.order.domain.stock import StockedProduct

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field
 from sqlalchemy.exc import DBAPIError
 
-from shop.order.adapters.driver import CONNECTION_LOST
+from shop.database.driver import CONNECTION_LOST
 from shop.order.domain.errors import (
     DomainError,
     IdempotencyConflict,

@@ -14,15 +14,7 @@ async def take_notification(
 ) -> bool:
     """Keep ``notification`` and add ProcessPayment for it; a repeat changes nothing. True
     when it was new."""
-    async with store.transaction() as events:
-        new = await events.record(notification, raw_body)
-        if new:
-            await events.add_command(
-                ProcessPayment(
-                    provider_event_id=notification.provider_event_id,
-                    provider=notification.provider.value,
-                ),
-                # Keyed by order: every event of one order's payment is processed in order.
-                key=str(notification.order_id),
-            )
-    return new
+    command = ProcessPayment(
+        provider_event_id=notification.provider_event_id, provider=notification.provider.value
+    )
+    return await store.take(notification, raw_body, command)

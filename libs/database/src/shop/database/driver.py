@@ -1,4 +1,5 @@
-"""The checkout's way to the driver: an asyncpg connection from SQLAlchemy's pool."""
+"""A hot path's way to the driver: the asyncpg connection under one of SQLAlchemy's pooled
+connections, for plain SQL in one pool and one connection budget."""
 
 from __future__ import annotations
 
