@@ -12,19 +12,8 @@ import pytest
 import schemathesis
 from fastapi import FastAPI
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import (
-    content_type_conformance,
-    missing_required_header,
-    negative_data_rejection,
-    not_a_server_error,
-    response_headers_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-    unsupported_method,
-)
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from shop.database import create_engine, session_factory, sqlalchemy_url
 from shop.order.adapters.catalogue import seed_catalogue
@@ -33,20 +22,7 @@ from shop.order.api.auth import issue_token
 from shop.order.bootstrap import postgres_stores
 from shop.order.migrations import migrate
 from shop.order.settings import OrderSettings
-
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_headers_conformance,
-    response_schema_conformance,
-    negative_data_rejection,
-    missing_required_header,
-    unsupported_method,
-]
-"""Not ``positive_data_acceptance``: a well-formed request for an order or a sku that does
-not exist is rightly a 404 or 422, not the 2xx that check expects."""
-
+from shop.web.testing import CHECKS, AppUnderTest
 
 SECRET = "test-secret-of-the-schemathesis-run"
 
@@ -67,24 +43,7 @@ def app_on(database_url: str) -> FastAPI:
     return create_app(settings_for(database_url), postgres_stores(engine))
 
 
-class AppUnderTest:
-    """Forwards to the app the ``app_under_test`` fixture builds on a fresh database.
-
-    Schemathesis loads the document when this module is imported, before any fixture has
-    run: its fixture-based loader (``schemathesis.pytest.from_fixture``) renames the test
-    node through ``Node._nodeid``, which pytest 9 no longer has. The document needs no
-    database, so until the fixture runs an app on an unreachable one serves it.
-    """
-
-    def __init__(self) -> None:
-        self.document_only = app_on("postgresql://nobody@127.0.0.1:9/no-database")
-        self.target: ASGIApp = self.document_only
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.target(scope, receive, send)
-
-
-APP = AppUnderTest()
+APP = AppUnderTest(app_on("postgresql://nobody@127.0.0.1:9/no-database"))
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
 
 

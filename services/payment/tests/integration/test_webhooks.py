@@ -13,12 +13,14 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from structlog.testing import capture_logs
 
 from shop.contracts import ProcessPayment, decode
 from shop.messaging.schema import outbox
 from shop.payment.adapters.tables import payment_events
+from shop.payment.settings import PaymentSettings
 
-from ..signing import OLD_SECRET, midtrans_request, shop_request, sign_shop
+from ..signing import OLD_SECRET, SERVER_KEY, midtrans_request, shop_request, sign_shop
 
 Sessions = async_sessionmaker[AsyncSession]
 ORDER_ID = "6f1c2a4e-8d3b-4c1a-9e2f-0a1b2c3d4e5f"
@@ -279,3 +281,24 @@ async def test_health_and_readiness(client: httpx.AsyncClient) -> None:
     assert (await client.get("/healthz")).json() == {"status": "ok"}
     assert (await client.get("/readyz")).json() == {"status": "ready", "database": "ok"}
     assert "http_requests_total" in (await client.get("/metrics")).text
+
+
+async def test_no_secret_or_signature_reaches_the_logs(
+    client: httpx.AsyncClient, payment_settings: PaymentSettings
+) -> None:
+    shop = shop_request(paid())
+    signature = shop["headers"]["Payment-Signature"]
+    forged = shop_request(paid("evt_forged"), secret="whsec_guessed")
+    midtrans = midtrans_request(settlement())
+    signature_key = json.loads(midtrans["content"])["signature_key"]
+
+    with capture_logs() as logs:
+        await client.post("/v1/payments/webhook", **shop)
+        await client.post("/v1/payments/webhook", **forged)
+        await client.post("/v1/payments/webhooks/midtrans", **midtrans)
+
+    written = json.dumps(logs, default=str)
+    assert "payment notification taken" in written
+    secrets = [s.get_secret_value() for s in payment_settings.webhook_secrets]
+    for unsayable in [*secrets, SERVER_KEY, signature, signature.split("v1=")[1], signature_key]:
+        assert unsayable not in written
