@@ -66,7 +66,8 @@ async def test_the_deadline_survives_a_worker_restart(
     kafka_settings: OrderSettings, engine: AsyncEngine, sessions: Sessions
 ) -> None:
     async with checkout_transaction(engine) as checkout:
-        order_id = await place_order(checkout, window=WINDOW)
+        # Long enough that the first worker is stopped before it is due.
+        order_id = await place_order(checkout, window=timedelta(seconds=12))
     async with running(build_worker(kafka_settings, health_port=0)):
         pass  # started and stopped before the order is due
     assert await status_of(sessions, order_id) == "pending"

@@ -21,14 +21,15 @@ from shop.contracts import (
     OrderCreated,
     PaymentFailed,
     PaymentReceived,
+    ProcessPayment,
     decode,
     examples,
     wrap,
 )
 from shop.devstack.kafka import KafkaCluster
 from shop.messaging import DeadLetters, KafkaSettings, Worker, create_transport
-from shop.messaging.schema import outbox
-from shop.messaging.testing import eventually, publish_with, running
+from shop.messaging.schema import inbox, outbox
+from shop.messaging.testing import eventually, publish_with, running, wait_until
 from shop.payment.adapters.tables import payment_events, payments
 from shop.payment.bootstrap import build_worker
 from shop.payment.settings import PaymentSettings
@@ -171,8 +172,7 @@ async def test_a_notification_that_outruns_order_created_is_applied_once_the_pay
 ) -> None:
     response = await client.post("/v1/payments/webhook", **shop_request(paid()))
     assert response.status_code == 200
-    await asyncio.sleep(0.5)  # the worker meets no payment yet, and retries
-    assert await payment_status(sessions) is None
+    assert await payment_status(sessions) is None, "no OrderCreated yet: nothing to pay"
 
     await publish(kafka_settings, order_created())
 
@@ -230,4 +230,42 @@ async def test_a_cancelled_order_expires_its_pending_payment_and_leaves_a_paid_o
     )
 
     await until_status(sessions, "expired", unpaid)
+
+    async def both_cancellations_handled() -> bool:
+        async with sessions() as session:
+            query = select(inbox.c.event_id).where(inbox.c.message_type == "order.cancelled")
+            return len((await session.execute(query)).all()) == 2
+
+    await eventually(both_cancellations_handled, within=60, what="both OrderCancelled handled")
     assert await payment_status(sessions, settled) == "paid"
+
+
+async def test_process_payment_delivered_again_changes_nothing_and_keeps_the_first_outcome(
+    worker: Worker, kafka_settings: PaymentSettings, client: httpx.AsyncClient, sessions: Sessions
+) -> None:
+    await publish(kafka_settings, order_created())
+    await until_status(sessions, "pending")
+    await client.post("/v1/payments/webhook", **shop_request(paid()))
+    await until_processed(sessions, 1)
+
+    # What a crash between the commit and the acknowledgement redelivers (as a new
+    # envelope: the relay may send a row twice).
+    again = ProcessPayment(provider_event_id="evt_1", provider="shop")
+    await publish_with(kafka_settings.messaging, wrap(again, key=str(ORDER_ID)))
+    await publish_with(kafka_settings.messaging, wrap(again, key=str(ORDER_ID)))
+
+    def processed_three_times() -> bool:
+        handled = [
+            sample.value
+            for metric in worker.metrics.registry.collect()
+            if metric.name == "messaging_consumed"
+            for sample in metric.samples
+            if sample.name == "messaging_consumed_total"
+            and sample.labels.get("message_type") == "payment.process"
+        ]
+        return sum(handled) >= 3
+
+    await wait_until(processed_three_times, within=60, what="both redeliveries handled")
+    assert await outcomes(sessions) == ["paid"], "the first outcome stays"
+    assert len(await published(sessions, PaymentReceived)) == 1
+    assert await payment_status(sessions) == "paid"

@@ -33,6 +33,8 @@ def test_a_signature_by_any_active_secret_verifies() -> None:
         (f"t={NOW},t={NOW},v1=00", BODY, NOW, "needs one t="),
         ("t=soon,v1=00", BODY, NOW, "needs one t="),
         ("", BODY, NOW, "missing"),
+        ("t=²,v1=00", BODY, NOW, "needs one t="),
+        (f"t={NOW},v1=é", BODY, NOW, "does not match"),
     ],
 )
 def test_anything_else_is_refused_saying_why(
@@ -84,7 +86,14 @@ def test_the_midtrans_signature_key_is_sha512_of_its_four_parts() -> None:
 def test_midtrans_statuses_mean_what_midtrans_documents(
     status: str, fraud: str | None, meaning: Meaning
 ) -> None:
-    assert midtrans.meaning(status, fraud) == meaning
+    code = {Meaning.PAID: "200", Meaning.PENDING: "201"}.get(meaning, "202")
+    assert midtrans.meaning(status, fraud, code) == meaning
+
+
+@pytest.mark.parametrize("code", ["201", "202"])
+def test_a_settlement_without_midtrans_success_code_is_refused(code: str) -> None:
+    with pytest.raises(InvalidNotification, match="status_code"):
+        midtrans.meaning("settlement", None, code)
 
 
 @pytest.mark.parametrize("amount", ["250000.50", "-1.00", "NaN", "lots", "Infinity"])

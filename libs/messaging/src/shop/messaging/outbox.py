@@ -117,6 +117,8 @@ async def add_on_connection(
     """:func:`add` for code that runs its transaction on an asyncpg connection directly (a
     hot path that skips the ORM): the same rows and NOTIFY, all in one statement, in the
     connection's transaction."""
+    if not items:
+        raise ValueError("add_on_connection needs at least one item")
     envelopes = [_envelope(item.message, item.key, None, None) for item in items]
     arguments: list[object] = []
     for envelope, item in zip(envelopes, items, strict=True):

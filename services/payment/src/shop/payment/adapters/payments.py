@@ -125,7 +125,9 @@ class SqlPayments:
     async def settle(self, stored: StoredNotification, outcome: str) -> None:
         await self.session.execute(
             update(payment_events)
-            .where(payment_events.c.id == stored.id)
+            # The first outcome stays: a redelivery's "already paid" must not hide the
+            # notification that paid.
+            .where(payment_events.c.id == stored.id, payment_events.c.processed_at.is_(None))
             .values(processed_at=func.now(), outcome=outcome[:500])
         )
 

@@ -83,7 +83,8 @@ class MidtransNotification(BaseModel):
     status_code: Annotated[str, StringConstraints(pattern=r"^[0-9]{3}$")]
     gross_amount: Annotated[str, StringConstraints(min_length=1, max_length=32)]
     signature_key: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{128}$")]
-    transaction_id: MidtransText
-    transaction_status: MidtransText
-    fraud_status: MidtransText | None = None
+    # Bounded so that the event id (transaction_id:status:fraud_status) fits its column.
+    transaction_id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
+    transaction_status: Annotated[str, StringConstraints(min_length=1, max_length=32)]
+    fraud_status: Annotated[str, StringConstraints(min_length=1, max_length=32)] | None = None
     currency: Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")] = "IDR"

@@ -139,7 +139,7 @@ async def midtrans_webhook(request: Request, settings: Settings, store: Store) -
         provider=Provider.MIDTRANS,
         provider_event_id=f"{sent.transaction_id}:{status}",
         type=sent.transaction_status,
-        meaning=midtrans.meaning(sent.transaction_status, sent.fraud_status),
+        meaning=midtrans.meaning(sent.transaction_status, sent.fraud_status, sent.status_code),
         order_id=order_id,
         amount=midtrans.whole_rupiah(sent.gross_amount),
         currency=sent.currency,

@@ -37,8 +37,24 @@ def verify(
         raise InvalidSignature("the signature_key does not match the notification")
 
 
-def meaning(transaction_status: str, fraud_status: str | None) -> Meaning:
-    """A card ``capture`` pays only once Midtrans' fraud check accepted it."""
+PAID_STATUS_CODE = "200"
+
+
+def meaning(transaction_status: str, fraud_status: str | None, status_code: str) -> Meaning:
+    """A card ``capture`` pays only once Midtrans' fraud check accepted it. The signature
+    covers ``status_code`` but not the status itself, so a notification that says paid
+    must carry Midtrans' success code: a signed pending (201) or denial (202) cannot be
+    turned into a settlement by editing its status."""
+    found = _meaning(transaction_status, fraud_status)
+    if found == Meaning.PAID and status_code != PAID_STATUS_CODE:
+        raise InvalidNotification(
+            f"transaction_status {transaction_status!r} with status_code {status_code!r}: "
+            f"a payment Midtrans confirms carries {PAID_STATUS_CODE}"
+        )
+    return found
+
+
+def _meaning(transaction_status: str, fraud_status: str | None) -> Meaning:
     if transaction_status == "capture":
         if fraud_status == "deny":
             return Meaning.FAILED

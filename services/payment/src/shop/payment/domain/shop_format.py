@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 from collections.abc import Sequence
 
 from shop.payment.domain.errors import InvalidSignature
 
 SIGNATURE_HEADER = "Payment-Signature"
+_UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
 SCHEME = "v1"
 
 
@@ -33,9 +35,9 @@ def verify(
             f"the signature's time is {int(now - timestamp)} s from now, more than the "
             f"{int(tolerance)} s allowed: a replay, or a clock far off"
         )
-    expected = [_digest(body, secret, timestamp) for secret in secrets]
+    expected = [_digest(body, secret, timestamp).encode() for secret in secrets]
     # Every pair is compared, in constant time, so the time taken says nothing about which
-    # secret or how much of a signature matched.
+    # secret or how much of a signature matched. As bytes: a header may carry any byte.
     matched = False
     for signature in signatures:
         for digest in expected:
@@ -44,16 +46,17 @@ def verify(
         raise InvalidSignature("the signature does not match the body")
 
 
-def _parse(header: str) -> tuple[int, list[str]]:
+def _parse(header: str) -> tuple[int, list[bytes]]:
     timestamps: list[str] = []
-    signatures: list[str] = []
+    signatures: list[bytes] = []
     for part in header.split(","):
         name, _, value = part.strip().partition("=")
         if name == "t":
             timestamps.append(value)
         elif name == SCHEME:
-            signatures.append(value)
-    if len(timestamps) != 1 or not timestamps[0].isdigit() or len(timestamps[0]) > 12:
+            signatures.append(value.encode("utf-8", "replace"))
+    # ASCII digits only: str.isdigit() also takes "²", which int() refuses.
+    if len(timestamps) != 1 or not _UNIX_SECONDS.fullmatch(timestamps[0]):
         raise InvalidSignature(f"the {SIGNATURE_HEADER} header needs one t=<unix seconds>")
     if not signatures:
         raise InvalidSignature(f"the {SIGNATURE_HEADER} header has no {SCHEME}= signature")
