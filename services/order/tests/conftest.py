@@ -14,7 +14,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from shop.database import create_engine, session_factory
 from shop.devstack.kafka import KafkaCluster
-from shop.messaging import KafkaSettings, MessagingSettings
+from shop.messaging import MessagingSettings
+from shop.messaging.testing import on_kafka
 from shop.order.adapters.catalogue import seed_catalogue
 from shop.order.api.app import create_app
 from shop.order.api.auth import issue_token
@@ -94,15 +95,6 @@ def order_headers(auth: dict[str, str]) -> dict[str, str]:
 
 @pytest.fixture
 def kafka_settings(order_settings: OrderSettings, kafka_cluster: KafkaCluster) -> OrderSettings:
-    messaging = order_settings.messaging.model_copy(
-        update={
-            "transport": "kafka",
-            "kafka": KafkaSettings(
-                bootstrap_servers=kafka_cluster.bootstrap_servers,
-                partitions=2,
-                session_timeout_ms=6000,
-            ),
-        }
-    )
+    messaging = on_kafka(order_settings.messaging, kafka_cluster.bootstrap_servers)
     relay = order_settings.relay.model_copy(update={"poll_interval": 0.2})
     return order_settings.model_copy(update={"messaging": messaging, "relay": relay})

@@ -27,9 +27,9 @@ from shop.contracts import (
     wrap,
 )
 from shop.devstack.kafka import KafkaCluster
-from shop.messaging import DeadLetters, KafkaSettings, Worker, create_transport
+from shop.messaging import DeadLetters, Worker, create_transport
 from shop.messaging.schema import inbox, outbox
-from shop.messaging.testing import eventually, publish_with, running, wait_until
+from shop.messaging.testing import eventually, on_kafka, publish_with, running, wait_until
 from shop.payment.adapters.tables import payment_events, payments
 from shop.payment.bootstrap import build_worker
 from shop.payment.settings import PaymentSettings
@@ -46,16 +46,7 @@ TOTAL = 178000
 def kafka_settings(
     payment_settings: PaymentSettings, kafka_cluster: KafkaCluster
 ) -> PaymentSettings:
-    messaging = payment_settings.messaging.model_copy(
-        update={
-            "transport": "kafka",
-            "kafka": KafkaSettings(
-                bootstrap_servers=kafka_cluster.bootstrap_servers,
-                partitions=2,
-                session_timeout_ms=6000,
-            ),
-        }
-    )
+    messaging = on_kafka(payment_settings.messaging, kafka_cluster.bootstrap_servers)
     relay = payment_settings.relay.model_copy(update={"poll_interval": 0.2})
     return payment_settings.model_copy(update={"messaging": messaging, "relay": relay})
 

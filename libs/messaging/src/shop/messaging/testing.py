@@ -14,7 +14,7 @@ from shop.contracts import Envelope, encode
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.outbox import message_headers
-from shop.messaging.settings import MessagingSettings
+from shop.messaging.settings import KafkaSettings, MessagingSettings
 from shop.messaging.transports import Transport, create_transport
 from shop.messaging.worker import Worker
 
@@ -58,6 +58,15 @@ async def publish_with(
         await publish(transport, *messages)
     finally:
         await transport.close()
+
+
+def on_kafka(settings: MessagingSettings, bootstrap_servers: str) -> MessagingSettings:
+    """``settings`` on the Kafka cluster at ``bootstrap_servers``, tuned for tests: two
+    partitions a topic, and a group that notices a stopped member within seconds."""
+    kafka = KafkaSettings(
+        bootstrap_servers=bootstrap_servers, partitions=2, session_timeout_ms=6000
+    )
+    return settings.model_copy(update={"transport": "kafka", "kafka": kafka})
 
 
 async def eventually(

@@ -9,7 +9,6 @@ from typing import Annotated
 
 from fastapi import Depends, Header, HTTPException, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from prometheus_client import CollectorRegistry
 
 from shop.order.api.auth import authenticate
 from shop.order.api.schemas import SKU_PATTERN
@@ -34,13 +33,7 @@ def _stores(request: Request) -> Stores:
     return stores
 
 
-async def _registry(request: Request) -> CollectorRegistry:
-    registry: CollectorRegistry = request.app.state.registry
-    return registry
-
-
 Settings = Annotated[OrderSettings, Depends(_settings)]
-Registry = Annotated[CollectorRegistry, Depends(_registry)]
 
 
 # Each reads app.state itself rather than through another dependency: on the checkout's hot

@@ -1,30 +1,16 @@
-"""Liveness, readiness (the database answers) and metrics."""
+"""Liveness, readiness (the orders' database answers) and metrics."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
-from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from fastapi import Request
 
-from shop.order.api.dependencies import OrderStoreDep, Registry
-
-router = APIRouter(tags=["operations"], include_in_schema=False)
+from shop.order.ports import Stores
+from shop.web.health import operations_router
 
 
-@router.get("/healthz")
-async def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+async def _database_ready(request: Request) -> None:
+    stores: Stores = request.app.state.stores
+    await stores.orders.check()
 
 
-@router.get("/readyz")
-async def readyz(store: OrderStoreDep) -> JSONResponse:
-    try:
-        await store.check()
-    except Exception as error:  # any failure means "not ready"; the reason is in the body
-        return JSONResponse({"status": "not ready", "database": repr(error)}, status_code=503)
-    return JSONResponse({"status": "ready", "database": "ok"})
-
-
-@router.get("/metrics")
-async def metrics(registry: Registry) -> Response:
-    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+router = operations_router(_database_ready)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Header, Request
-from prometheus_client import CollectorRegistry
 
 from shop.payment.domain.shop_format import SIGNATURE_HEADER
 from shop.payment.ports import WebhookStore
@@ -24,14 +23,8 @@ async def _store(request: Request) -> WebhookStore:
     return store
 
 
-async def _registry(request: Request) -> CollectorRegistry:
-    registry: CollectorRegistry = request.app.state.registry
-    return registry
-
-
 Settings = Annotated[PaymentSettings, Depends(_settings)]
 Store = Annotated[WebhookStore, Depends(_store)]
-Registry = Annotated[CollectorRegistry, Depends(_registry)]
 Signature = Annotated[
     str | None,
     Header(

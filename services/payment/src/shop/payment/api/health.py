@@ -1,30 +1,16 @@
-"""Liveness, readiness (the database answers) and metrics."""
+"""Liveness, readiness (the payments' database answers) and metrics."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Response
-from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from fastapi import Request
 
-from shop.payment.api.dependencies import Registry, Store
-
-router = APIRouter(tags=["operations"], include_in_schema=False)
+from shop.payment.ports import WebhookStore
+from shop.web.health import operations_router
 
 
-@router.get("/healthz")
-async def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+async def _database_ready(request: Request) -> None:
+    store: WebhookStore = request.app.state.store
+    await store.check()
 
 
-@router.get("/readyz")
-async def readyz(store: Store) -> JSONResponse:
-    try:
-        await store.check()
-    except Exception as error:  # any failure means "not ready"; the reason is in the body
-        return JSONResponse({"status": "not ready", "database": repr(error)}, status_code=503)
-    return JSONResponse({"status": "ready", "database": "ok"})
-
-
-@router.get("/metrics")
-async def metrics(registry: Registry) -> Response:
-    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+router = operations_router(_database_ready)
