@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shop.contracts import Contract, wrap
 from shop.database.driver import driver_connection
-from shop.messaging.outbox import outbox_row
+from shop.messaging.outbox import OUTBOX_COLUMNS, outbox_row
 from shop.messaging.schema import OUTBOX_CHANNEL
 from shop.payment.domain.notifications import Notification
 
@@ -29,8 +29,8 @@ WITH kept AS (
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
     ON CONFLICT DO NOTHING RETURNING id),
 queued AS (
-    INSERT INTO outbox (event_id, key, message_type, headers, body)
-    SELECT $10, $11, $12, $13::jsonb, $14 FROM kept
+    INSERT INTO outbox ({OUTBOX_COLUMNS})
+    SELECT $10, $11, $12, $13::jsonb, $14, NULL FROM kept
     RETURNING pg_notify('{OUTBOX_CHANNEL}', ''))
 SELECT count(*) FROM queued"""
 
