@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import signal
 import sys
 import uuid
@@ -257,6 +258,80 @@ async def test_sent_rows_are_deleted_once_past_their_retention(
         await asyncio.sleep(0.5)  # several cleanup rounds
     assert await unsent(sessions) == 0
     assert await rows_left(sessions) == kept
+
+
+_SEED = """
+    INSERT INTO outbox
+        (event_id, key, message_type, headers, body, created_at, published_at, due_at)
+    SELECT gen_random_uuid(), 'order-' || i % 100, $1, $2::jsonb, $3,
+           now() - interval '2 hours', now() - make_interval(secs => $5), $6
+    FROM generate_series(1, $4) AS i
+"""
+
+
+async def seed(
+    database_url: str, count: int, *, sent_ago: float | None, due_at: datetime | None = None
+) -> None:
+    """``count`` rows written two hours ago: sent ``sent_ago`` s ago, or unsent (None)."""
+    row = outbox_row(order_event("seeded"))
+    connection = await asyncpg.connect(asyncpg_dsn(database_url))
+    try:
+        await connection.execute(
+            _SEED,
+            row["message_type"],
+            json.dumps(row["headers"]),
+            row["body"],
+            count,
+            sent_ago,
+            due_at,
+        )
+    finally:
+        await connection.close()
+
+
+def sample(relay: Relay, name: str) -> float:
+    return relay.metrics.registry.get_sample_value(name) or 0.0
+
+
+async def test_one_cleanup_round_deletes_every_row_past_retention_while_the_relay_publishes(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    past_retention = 50_000  # five times what the cleanup once deleted in a round
+    await seed(database_url, past_retention, sent_ago=3600)
+    await seed(database_url, 1000, sent_ago=10)  # inside the retention
+    await seed(database_url, 1000, sent_ago=None, due_at=datetime.now(UTC) + timedelta(hours=1))
+    broker = MemoryBroker()
+    settings = FAST.model_copy(update={"retention_seconds": 60, "cleanup_interval": 3600})
+    relay = Relay(database_url, MemoryTransport(broker), settings=settings)
+    published_while_cleaning: list[float] = []
+
+    async def checkouts() -> None:
+        for sequence in range(200):
+            async with sessions() as session, session.begin():
+                await add(session, order_event(f"new-{sequence % 10}", sequence))
+            deleted = sample(relay, "messaging_relay_cleanup_deleted_total")
+            if 0 < deleted < past_retention:
+                published_while_cleaning.append(sample(relay, "messaging_relay_published_total"))
+            await asyncio.sleep(0.01)
+
+    async with relaying(relay):
+        await checkouts()
+        await wait_until(lambda: len(broker.published) == 200, what="the new rows published")
+        await wait_until(
+            lambda: sample(relay, "messaging_relay_cleanup_deleted_total") >= past_retention,
+            what="the old rows deleted",
+        )
+    # The relay kept publishing while the round ran (its cleanup interval is an hour, so
+    # this was one round).
+    assert len(published_while_cleaning) >= 2
+    assert published_while_cleaning[-1] > published_while_cleaning[0]
+    assert sample(relay, "messaging_relay_cleanup_deleted_total") == past_retention
+    async with sessions() as session:
+        query = select(outbox.c.published_at.is_(None), func.count()).group_by(
+            outbox.c.published_at.is_(None)
+        )
+        left = dict((await session.execute(query)).all())
+    assert left == {False: 1000 + 200, True: 1000}  # sent in the retention, new; scheduled
 
 
 # -- against a real Kafka-protocol broker ---------------------------------------------

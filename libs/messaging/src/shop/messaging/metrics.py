@@ -72,6 +72,11 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.relay_cleanup_deleted = Counter(
+            "messaging_relay_cleanup_deleted",
+            "Sent outbox rows deleted by the retention cleanup.",
+            registry=self.registry,
+        )
         self.relay_leader = Gauge(
             "messaging_relay_leader",
             "1 while this relay holds the outbox lock and publishes.",

@@ -6,6 +6,10 @@ that connection dies, so does the lock, and a standby takes over within its take
 interval; while both are healthy only the holder publishes, so no row goes out twice and
 each key's rows go out in order. A publishing failure leaves the rows unsent and backs off:
 a broker outage only grows the backlog.
+
+While it leads, a relay also runs the outbox's retention cleanup (``retention.py``) beside
+its publishing, on a connection of the cleanup's own, so that deleting old rows never holds
+up a batch.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from pydantic import BaseModel, Field
 from shop.messaging.errors import PublishError
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.metrics import Metrics
+from shop.messaging.retention import OutboxCleanup
 from shop.messaging.schema import OUTBOX_CHANNEL
 from shop.messaging.transports.base import Transport
 
@@ -51,12 +56,6 @@ _BACKLOG = """
            coalesce(extract(epoch FROM now() - min(coalesce(due_at, created_at))), 0)::float8
     FROM outbox WHERE published_at IS NULL AND (due_at IS NULL OR due_at <= now())
 """
-_CLEANUP = """
-    DELETE FROM outbox WHERE id IN (
-        SELECT id FROM outbox
-        WHERE published_at IS NOT NULL AND published_at < now() - make_interval(secs => $1)
-        LIMIT $2)
-"""
 
 
 class RelaySettings(BaseModel):
@@ -70,6 +69,14 @@ class RelaySettings(BaseModel):
     retention_seconds: float = Field(default=7 * 24 * 3600, ge=0)
     """How long sent rows are kept (for inspection) before the cleanup deletes them."""
     cleanup_interval: float = Field(default=60.0, gt=0)
+    """How often the leading relay's cleanup runs a round: every row past its retention,
+    however many, in batches. The table holds about ``retention_seconds +
+    cleanup_interval`` worth of sent rows."""
+    cleanup_batch_size: int = Field(default=5000, ge=1)
+    """Rows one cleanup statement deletes at most (a few tens of milliseconds of work)."""
+    cleanup_batch_pause: float = Field(default=0.05, ge=0)
+    """Pause between a round's statements, so that a large round leaves Postgres to the
+    relay and the checkouts."""
     stats_interval: float = Field(default=5.0, gt=0)
     backoff_initial: float = Field(default=0.2, gt=0)
     backoff_max: float = Field(default=30.0, gt=0)
@@ -110,10 +117,17 @@ class Relay:
         self.connected = False
         self._stopping = asyncio.Event()
         self._wake = asyncio.Event()
-        self._last_cleanup = 0.0
         self._last_stats = 0.0
         self._backoff = self.settings.backoff_initial
         self._topic = functools.lru_cache(maxsize=256)(self.naming.topic)
+        self._cleanup = OutboxCleanup(
+            self.dsn,
+            retention_seconds=self.settings.retention_seconds,
+            interval=self.settings.cleanup_interval,
+            batch_size=self.settings.cleanup_batch_size,
+            batch_pause=self.settings.cleanup_batch_pause,
+            metrics=self.metrics,
+        )
 
     def stop(self) -> None:
         self._stopping.set()
@@ -133,6 +147,7 @@ class Relay:
 
     async def _serve(self) -> None:
         connection: asyncpg.Connection = await asyncpg.connect(self.dsn)
+        cleanup: asyncio.Task[None] | None = None
         try:
             await connection.set_type_codec(
                 "jsonb", encoder=json.dumps, decoder=json.loads, schema="pg_catalog"
@@ -142,13 +157,21 @@ class Relay:
             while not self._stopping.is_set():
                 if not self.is_leader:
                     await self._try_to_lead(connection)
-                elif await self._publish_while_leading(connection) == "idle":
+                    continue
+                if cleanup is None:
+                    # The lead lasts as long as this connection, and so does the cleanup.
+                    cleanup = asyncio.create_task(self._cleanup.run())
+                if await self._publish_while_leading(connection) == "idle":
                     await self._wait_for_work()
         finally:
-            self.connected = False
-            self._set_leader(False)
-            # Closing the connection releases the advisory lock for a standby.
-            await connection.close(timeout=5)
+            try:
+                if cleanup is not None:
+                    await _cancel(cleanup)
+            finally:
+                self.connected = False
+                self._set_leader(False)
+                # Closing the connection releases the advisory lock for a standby.
+                await connection.close(timeout=5)
 
     async def _try_to_lead(self, connection: asyncpg.Connection) -> None:
         leader = await connection.fetchval("SELECT pg_try_advisory_lock($1)", self.lock_key)
@@ -188,7 +211,7 @@ class Relay:
                     self._backoff = min(self._backoff * 2, self.settings.backoff_max)
                     continue
                 in_flight = batch
-                await self._housekeeping(connection)
+                await self._report_backlog(connection)
                 if in_flight is None:
                     return "idle"
             return "stopping"
@@ -246,17 +269,13 @@ class Relay:
         unsent, age = await connection.fetchrow(_BACKLOG)
         return Backlog(unsent=int(unsent), oldest_age_seconds=float(age))
 
-    async def _housekeeping(self, connection: asyncpg.Connection) -> None:
+    async def _report_backlog(self, connection: asyncpg.Connection) -> None:
         now = time.monotonic()
         if now - self._last_stats >= self.settings.stats_interval:
             self._last_stats = now
             backlog = await self.backlog(connection)
             self.metrics.relay_backlog.set(backlog.unsent)
             self.metrics.relay_oldest_unsent_age.set(backlog.oldest_age_seconds)
-        if now - self._last_cleanup >= self.settings.cleanup_interval:
-            self._last_cleanup = now
-            deleted = await connection.execute(_CLEANUP, self.settings.retention_seconds, 10_000)
-            log.debug("outbox cleanup", result=deleted)
 
     def _on_notify(self, *_: object) -> None:
         self._wake.set()
@@ -290,6 +309,15 @@ class _Batch:
         await asyncio.wait([self.publishing])
         if not self.publishing.cancelled():
             self.publishing.exception()  # retrieved: the rows stay unsent either way
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait for it to end; an error it failed with first is raised here
+    (the cleanup handles database failures itself, so that would be a bug)."""
+    task.cancel()
+    await asyncio.wait([task])
+    if not task.cancelled():
+        task.result()
 
 
 def _sent_in_key_order(messages: Sequence[OutgoingMessage], failed: set[int]) -> list[int]:
