@@ -32,6 +32,7 @@ from shop.messaging.schema import inbox, outbox
 from shop.messaging.testing import eventually, on_kafka, publish_with, running, wait_until
 from shop.payment.adapters.tables import payment_events, payments
 from shop.payment.bootstrap import build_worker
+from shop.payment.bus import PUBLISHES
 from shop.payment.settings import PaymentSettings
 
 from ..signing import midtrans_request, shop_request
@@ -202,6 +203,25 @@ async def test_a_failed_payment_publishes_payment_failed_and_a_later_success_sti
     await until_status(sessions, "paid")
     assert len(await published(sessions, PaymentFailed)) == 1
     assert len(await published(sessions, PaymentReceived)) == 1
+
+
+async def test_the_outbox_holds_exactly_the_messages_payment_service_declares(
+    worker: Worker, kafka_settings: PaymentSettings, client: httpx.AsyncClient, sessions: Sessions
+) -> None:
+    # What its AsyncAPI document says it publishes (shop.payment.bus), against what the
+    # webhooks and the worker write: a failed payment, then a successful one.
+    await publish(kafka_settings, order_created())
+    await until_status(sessions, "pending")
+    failure = {**paid("evt_failed"), "type": "payment.failed"}
+    await client.post("/v1/payments/webhook", **shop_request(failure))
+    await until_status(sessions, "failed")
+    await client.post("/v1/payments/webhook", **shop_request(paid("evt_retried")))
+    await until_status(sessions, "paid")
+
+    async with sessions() as session:
+        bodies = (await session.execute(select(outbox.c.body))).scalars()
+        written = {type(decode(body).payload) for body in bodies}
+    assert written == set(PUBLISHES)
 
 
 async def test_a_cancelled_order_expires_its_pending_payment_and_leaves_a_paid_one_paid(

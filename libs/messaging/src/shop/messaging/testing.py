@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,12 +14,38 @@ from shop.contracts import Envelope, encode
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.outbox import message_headers
+from shop.messaging.retry import RetryPolicy
 from shop.messaging.settings import KafkaSettings, MessagingSettings
+from shop.messaging.subscriber import Router
 from shop.messaging.transports import Transport, create_transport
 from shop.messaging.worker import Worker
 
 UNSCOPED = Naming()
 """Topic names without a namespace: what a transport made with no settings uses."""
+
+SubscriberOutline = tuple[str, str, RetryPolicy, bool, int]
+
+
+def outline(routers: Iterable[Router]) -> list[tuple[str, list[SubscriberOutline]]]:
+    """What ``routers`` subscribe to, without their handlers: each group with its
+    subscribers' contract id, name, retry policy, transactional flag and ``max_in_flight``.
+    Compares the routers a worker runs with those its service documents."""
+    return [
+        (
+            router.group,
+            [
+                (
+                    subscriber.contract.contract_id(),
+                    subscriber.name,
+                    subscriber.retry,
+                    subscriber.transactional,
+                    subscriber.max_in_flight,
+                )
+                for subscriber in router
+            ],
+        )
+        for router in routers
+    ]
 
 
 def outgoing(envelope: Envelope[Any], *, naming: Naming = UNSCOPED) -> OutgoingMessage:

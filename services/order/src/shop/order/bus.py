@@ -1,0 +1,35 @@
+"""order-service on the bus: every message it adds to its outbox, and the router its worker
+runs, as its AsyncAPI document (``contracts/asyncapi/order-service.json``) states them."""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from typing import Final
+
+from shop.contracts import CancelUnpaidOrder, Contract, OrderCancelled, OrderCreated, OrderPaid
+from shop.messaging.asyncapi import ServiceBus, unwired
+from shop.order.handlers import build_router
+
+PUBLISHES: Final[tuple[type[Contract], ...]] = (
+    OrderCreated,
+    CancelUnpaidOrder,
+    OrderPaid,
+    OrderCancelled,
+)
+"""What the use cases add to the outbox: the checkout's OrderCreated with its payment
+deadline (CancelUnpaidOrder, scheduled), OrderPaid and OrderCancelled. The unit tests'
+outbox refuses anything else."""
+
+
+def describe() -> ServiceBus:
+    """The ``shop.asyncapi`` entry point: the worker's router, built with no store."""
+    return ServiceBus(
+        name="order-service",
+        version=version("shop-order"),
+        description=(
+            "The checkout gateway. It publishes each order's events and schedules its payment "
+            "deadline; it consumes payments and that deadline."
+        ),
+        publishes=PUBLISHES,
+        routers=(build_router(unwired("OrderStore")),),
+    )
