@@ -12,7 +12,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 PYTEST_ARGS ?=
 
-.PHONY: help install run test lint typecheck contracts pytest format bench bench-relay bench-checkout bench-notify bench-webhook clean
+.PHONY: help install run test lint typecheck contracts pytest format bench bench-relay bench-checkout bench-notify bench-webhook bench-retention clean
 
 help:
 	@echo "make run    start the shop on embedded infrastructure (Ctrl-C stops it)"
@@ -43,6 +43,7 @@ typecheck: install
 
 contracts: install
 	$(RUN) python -m shop.contracts check
+	$(RUN) python -m shop.messaging.asyncapi check
 
 pytest: install
 	$(RUN) pytest $(PYTEST_ARGS)
@@ -50,7 +51,7 @@ pytest: install
 test: lint typecheck contracts pytest
 
 # Benchmarks measure speed (tests never do); each prints its baseline from the same run.
-bench: bench-relay bench-checkout bench-notify bench-webhook
+bench: bench-relay bench-checkout bench-notify bench-webhook bench-retention
 
 bench-relay: install
 	$(RUN) python bench/relay/bench_relay.py
@@ -63,6 +64,9 @@ bench-notify: install
 
 bench-webhook: install
 	$(RUN) python bench/webhook/bench_webhook.py
+
+bench-retention: install
+	$(RUN) python bench/retention/bench_retention.py
 
 format: install
 	$(RUN) ruff format .

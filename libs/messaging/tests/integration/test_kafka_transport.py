@@ -1,6 +1,7 @@
 """What only the Kafka transport has to get right, against a real Kafka-protocol broker:
 topics, per-key order across partitions, commits that never pass an unfinished message,
-delay topics that hold a retry without holding anything else, dead-letter markers.
+delay topics that hold a retry without holding anything else, dead-letter markers, a
+message too large to keep whole, and consumers that are FastStream subscribers.
 
 The behaviour every transport shares is in ``test_transport_behaviour.py``.
 """
@@ -13,14 +14,19 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from faststream import AckPolicy
+from faststream.kafka import KafkaBroker
+from faststream.kafka.subscriber.usecase import LogicSubscriber
 
 from shop.contracts import ALL_CONTRACTS, OrderCreated, wrap
 from shop.contracts.examples import examples
 from shop.devstack.kafka import KafkaCluster
 from shop.messaging import headers as h
 from shop.messaging.context import MessageContext
+from shop.messaging.deadletters import DeadLetters
 from shop.messaging.errors import PermanentError
 from shop.messaging.headers import DEAD_LETTER_RESOLVES
 from shop.messaging.message import OutgoingMessage
@@ -451,3 +457,91 @@ async def test_dead_letters_are_listed_redriven_and_purged_with_markers(
     ]
     assert sorted(markers) == sorted([first.id, second.id, again.id])
     assert len(records) == 3 + len(markers)
+
+
+async def test_each_consumer_is_a_faststream_subscriber_of_the_transports_broker(
+    kafka_cluster: KafkaCluster, unique_name: str
+) -> None:
+    naming = Naming(unique_name)
+    router = Router(GROUP)
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def remember(event: OrderCreated, context: MessageContext) -> None:
+        pass
+
+    async with started(kafka_settings(kafka_cluster, partitions=1), naming) as transport:
+        assert isinstance(transport.broker, KafkaBroker)
+        pipeline = Pipeline(router)
+        await transport.declare(pipeline)
+        consumer = transport.consumer(pipeline, ConsumerOptions())
+        async with running(consumer):
+            await wait_until(lambda: consumer.ready, within=WAIT, what="the consumer runs")
+            subscriber = consumer.subscriber
+            assert isinstance(subscriber, LogicSubscriber)
+            assert subscriber in transport.broker.subscribers
+            assert subscriber.group_id == group_id(naming, GROUP)
+            assert set(subscriber.topic_names) == {
+                naming.topic(OrderCreated),
+                *(naming.delay_topic(GROUP, s) for s in delay_seconds(router)),
+            }
+            # Offsets are the consumer's to commit: FastStream never acknowledges them.
+            assert subscriber.ack_policy is AckPolicy.MANUAL
+
+
+async def test_a_message_larger_than_the_producer_allows_ends_as_one_truncated_dead_letter(
+    kafka_cluster: KafkaCluster, unique_name: str
+) -> None:
+    naming = Naming(unique_name)
+    topic = naming.topic(OrderCreated)
+    handled: list[str] = []
+    router = Router(GROUP)
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def remember(event: OrderCreated, context: MessageContext) -> None:
+        handled.append(context.envelope.key)
+
+    huge = b'{"not": "an envelope", "padding": "' + b"x" * 2_000_000 + b'"}'
+    after = order_created(naming, "after-the-huge-one")
+    settings = kafka_settings(kafka_cluster, partitions=1)
+    assert len(huge) > settings.max_request_size
+    async with started(settings, naming) as transport:
+        pipeline = Pipeline(router)
+        await transport.declare(pipeline)
+        # Straight onto the topic, as a producer with a higher limit could.
+        producer = AIOKafkaProducer(
+            bootstrap_servers=kafka_cluster.bootstrap_servers, max_request_size=4 * 1024 * 1024
+        )
+        await producer.start()
+        try:
+            await producer.send_and_wait(
+                topic,
+                huge,
+                key=b"huge",
+                headers=[(h.MESSAGE_TYPE, OrderCreated.message_type.encode())],
+            )
+        finally:
+            await producer.stop()
+        await transport.publish([after])
+        store = transport.dead_letter_store
+
+        async def one_dead_letter() -> bool:
+            return len(await store.list(GROUP)) == 1
+
+        async with running(transport.consumer(pipeline, ConsumerOptions())):
+            await wait_until(lambda: bool(handled), within=WAIT, what="the next one is handled")
+            await eventually(one_dead_letter, within=WAIT, what="the huge one is a dead letter")
+
+            async def committed_past_both() -> bool:
+                return await committed_offset(kafka_cluster, group_id(naming, GROUP), topic) == 2
+
+            await eventually(committed_past_both, within=WAIT, what="offsets move past it")
+        (letter,) = await store.list(GROUP)
+        assert letter.truncated
+        assert letter.whole_body_size == len(huge)
+        assert huge.startswith(letter.body)
+        assert 0 < len(letter.body) < settings.max_request_size
+        assert letter.key == "huge"
+        assert letter.error_type == "UndecodableMessage", letter.error_message
+        assert handled == ["after-the-huge-one"]
+        with pytest.raises(ValueError, match="truncated"):
+            await DeadLetters(store, GROUP).redrive_one(letter.id)

@@ -1,6 +1,7 @@
 """What only the SQS/SNS transport does, against moto's server: the queues, policies and
 subscriptions it declares, retries by visibility timeout, SQS's own redrive of messages
-that crash their worker, and dead letters kept in a queue."""
+that crash their worker, dead letters kept in a queue (cut to fit when too large), and a
+consumer that stops when it cannot write an outcome."""
 
 from __future__ import annotations
 
@@ -28,7 +29,12 @@ from shop.contracts.examples import examples
 from shop.devstack.aws import AwsEndpoint
 from shop.messaging import headers as h
 from shop.messaging.deadletters import dead_letter_headers
-from shop.messaging.errors import MessagingError, PermanentError, PublishError
+from shop.messaging.errors import (
+    MessagingError,
+    OutcomeNotWritten,
+    PermanentError,
+    PublishError,
+)
 from shop.messaging.message import Delivery, OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.outbox import message_headers
@@ -36,7 +42,7 @@ from shop.messaging.outcome import Ack, DeadLetter, Failure
 from shop.messaging.pipeline import OutcomeRecord, Pipeline
 from shop.messaging.settings import SqsSettings
 from shop.messaging.subscriber import Router
-from shop.messaging.testing import outgoing, publish, wait_until
+from shop.messaging.testing import eventually, outgoing, publish, wait_until
 from shop.messaging.transports.base import ConsumerOptions
 from shop.messaging.transports.sqs import (
     HEADERS_ATTRIBUTE,
@@ -431,3 +437,66 @@ async def test_all_dead_letters_are_moved_back_at_once(
         message = by_key[envelope.key]
         assert message["Body"].encode() == encode(envelope)
         assert headers_of(message) == {**message_headers(envelope), h.ORIGIN: queues.name}
+
+
+async def test_a_dead_letter_too_large_for_its_queue_is_kept_as_a_prefix_with_its_reason(
+    transport: SqsTransport, aws: tuple[Any, Any]
+) -> None:
+    _, sqs = aws
+    recorder = Recorder(GROUP)
+    recorder.behaviour = lambda key, attempt: (_ for _ in ()).throw(PermanentError("refused"))
+    await transport.declare(recorder.pipeline)
+    queues = await transport.queues_of(GROUP)
+    # The endpoint takes at most 1 MiB a message: a dead-letter queue that takes 1 KiB
+    # makes a 4 KiB message too large to keep whole.
+    await sqs.set_queue_attributes(
+        QueueUrl=queues.dead_letters_url, Attributes={"MaximumMessageSize": "1024"}
+    )
+    message = outgoing(envelope_of(OrderCreated, "big"), naming=transport.naming)
+    body = message.body.decode()
+    padded = body[:-1] + ', "padding": "' + "x" * 4096 + '"}'
+    await sqs.send_message(
+        QueueUrl=queues.url,
+        MessageBody=padded,
+        MessageAttributes=message_attributes(message.headers, message.key),
+    )
+    store = transport.dead_letter_store
+
+    async with consuming(transport, recorder.pipeline):
+        await wait_until(lambda: len(recorder.outcomes) == 1, within=WAIT, what="an outcome")
+
+        async def one_letter() -> bool:
+            return len(await store.list(GROUP)) == 1
+
+        await eventually(one_letter, within=WAIT, what="one dead letter")
+    (letter,) = await store.list(GROUP)
+    assert letter.truncated
+    assert letter.whole_body_size == len(padded.encode())
+    assert padded.encode().startswith(letter.body)
+    assert len(letter.body) <= 1024
+    assert (letter.error_type, letter.error_message) == ("PermanentError", "refused")
+    assert await messages_in(sqs, queues.url) == 0  # settled: it left the queue
+
+
+async def test_a_consumer_that_cannot_write_an_outcome_stops_with_the_reason(
+    transport: SqsTransport, aws: tuple[Any, Any]
+) -> None:
+    _, sqs = aws
+    recorder = Recorder(GROUP)
+    recorder.behaviour = lambda key, attempt: (_ for _ in ()).throw(PermanentError("refused"))
+    await transport.declare(recorder.pipeline)
+    queues = await transport.queues_of(GROUP)
+    consumer = transport.consumer(
+        recorder.pipeline, ConsumerOptions(max_in_flight=8, drain_timeout=5, outcome_timeout=1)
+    )
+    task = asyncio.create_task(consumer.run())
+    try:
+        await wait_until(lambda: consumer.ready, within=WAIT, what="consumer")
+        await sqs.delete_queue(QueueUrl=queues.dead_letters_url)  # nowhere to keep it
+        await transport.publish([outgoing(envelope_of(OrderCreated, "x"), naming=transport.naming)])
+        with pytest.raises(OutcomeNotWritten, match="dead letter"):
+            await asyncio.wait_for(task, WAIT)
+    finally:
+        consumer.stop()
+        if not task.done():
+            await asyncio.wait_for(task, WAIT)

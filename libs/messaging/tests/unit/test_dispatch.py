@@ -71,3 +71,26 @@ async def test_a_failing_work_item_does_not_stop_the_others() -> None:
     await dispatcher.submit("a", fine)
     assert await dispatcher.drain(1)
     assert done == ["fine"]
+
+
+async def test_nothing_submitted_after_the_drain_began_runs() -> None:
+    dispatcher = KeyedDispatcher(max_in_flight=1)
+    gate = asyncio.Event()
+    ran: list[str] = []
+
+    async def first() -> None:
+        await gate.wait()
+        ran.append("first")
+
+    async def late() -> None:
+        ran.append("late")
+
+    await dispatcher.submit("a", first)
+    waiting = asyncio.create_task(dispatcher.submit("b", late))  # waits for the one slot
+    await asyncio.sleep(0)
+    draining = asyncio.create_task(dispatcher.drain(5))
+    await asyncio.sleep(0)
+    gate.set()
+    assert await draining
+    assert await waiting is False
+    assert ran == ["first"]

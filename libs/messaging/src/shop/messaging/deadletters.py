@@ -7,14 +7,23 @@ Each transport stores them its own way (a Kafka topic, an SQS queue, a list) beh
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Final, Protocol
+
+import structlog
 
 from shop.messaging import headers as h
 from shop.messaging.message import Delivery
 from shop.messaging.outcome import DeadLetter
+
+log = structlog.get_logger("shop.messaging")
+
+KEPT_PREFIX_BYTES: Final = 64 * 1024
+"""How much of a body too large to keep whole a dead letter keeps: enough to recognise the
+message, small enough for any broker's limit beside the dead-letter headers."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +44,14 @@ class StoredDeadLetter:
     last_failure_at: datetime
     key: str | None = None
     """The aggregate key it was published with: a redrive keeps it, and so its partition."""
+    whole_body_size: int | None = None
+    """Set when the message was too large to keep whole: ``body`` is then only a prefix,
+    and this the size of the whole body (``x-dead-letter-body-sha256`` has its digest)."""
+
+    @property
+    def truncated(self) -> bool:
+        """Only a prefix of the body was kept: redriving it cannot succeed."""
+        return self.whole_body_size is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +91,18 @@ def dead_letter_headers(group: str, delivery: Delivery, outcome: DeadLetter) -> 
     return result
 
 
+def truncated_dead_letter(
+    body: bytes, stored: Mapping[str, str], *, keep: int = KEPT_PREFIX_BYTES
+) -> tuple[bytes, dict[str, str]]:
+    """A dead letter too large for the broker, cut to fit: the first ``keep`` bytes of its
+    body, and the whole body's size and SHA-256 beside the reason it is a dead letter."""
+    return body[:keep], {
+        **stored,
+        h.DEAD_LETTER_BODY_SIZE: str(len(body)),
+        h.DEAD_LETTER_BODY_SHA256: hashlib.sha256(body).hexdigest(),
+    }
+
+
 def read_dead_letter(
     letter_id: str, body: bytes, stored: Mapping[str, str], key: str | None = None
 ) -> StoredDeadLetter:
@@ -92,7 +121,15 @@ def read_dead_letter(
         first_failure_at=datetime.fromisoformat(stored.get(h.DEAD_LETTER_FIRST_FAILURE_AT, now)),
         last_failure_at=datetime.fromisoformat(stored.get(h.DEAD_LETTER_LAST_FAILURE_AT, now)),
         key=key,
+        whole_body_size=_int_or_none(stored.get(h.DEAD_LETTER_BODY_SIZE)),
     )
+
+
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return None if value is None else int(value)
+    except ValueError:
+        return None
 
 
 class DeadLetterStore(Protocol):
@@ -123,11 +160,18 @@ async def redrive_each(
     a large redrive must not flood the consumer or what it calls."""
     if per_second <= 0:
         raise ValueError("per_second must be positive")
-    for index, letter in enumerate(letters):
+    whole = [letter for letter in letters if not letter.truncated]
+    if len(whole) < len(letters):
+        log.warning(
+            "dead letters kept truncated are not redriven; purge them once dealt with",
+            group=group,
+            truncated=[letter.id for letter in letters if letter.truncated],
+        )
+    for index, letter in enumerate(whole):
         if index:
             await asyncio.sleep(1 / per_second)
         await store.redrive(group, letter)
-    return len(letters)
+    return len(whole)
 
 
 class DeadLetters:
@@ -149,6 +193,12 @@ class DeadLetters:
 
     async def redrive_one(self, letter_id: str) -> StoredDeadLetter:
         letter = await self.show(letter_id)
+        if letter.truncated:
+            raise ValueError(
+                f"dead letter {letter_id!r} of {self.group} was kept truncated "
+                f"({letter.whole_body_size} bytes, too large for the broker): it cannot be "
+                "redriven; purge it once dealt with"
+            )
         await self.store.redrive(self.group, letter)
         return letter
 

@@ -24,20 +24,26 @@ class KeyedDispatcher:
         self._capacity = asyncio.Semaphore(max_in_flight)
         self._last_of_key: dict[Hashable, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     @property
     def in_flight(self) -> int:
         return len(self._tasks)
 
-    async def submit(self, key: Hashable, work: Work) -> None:
+    async def submit(self, key: Hashable, work: Work) -> bool:
         """Start ``work`` after the work already submitted for ``key``; waits while the
-        dispatcher is full (that is the consumer's back-pressure)."""
+        dispatcher is full (that is the consumer's back-pressure). False, and ``work`` never
+        runs, once :meth:`drain` has begun: a slot that frees up then is not taken again."""
         await self._capacity.acquire()
+        if self._closed:
+            self._capacity.release()
+            return False
         previous = self._last_of_key.get(key)
         task = asyncio.create_task(self._run(key, previous, work))
         self._last_of_key[key] = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return True
 
     async def _run(self, key: Hashable, previous: asyncio.Task[None] | None, work: Work) -> None:
         try:
@@ -55,7 +61,9 @@ class KeyedDispatcher:
 
     async def drain(self, grace: float) -> bool:
         """Wait up to ``grace`` s for the work in flight; cancel what is left (it was not
-        acknowledged, so the transport delivers it again). True when all finished."""
+        acknowledged, so the transport delivers it again). True when all finished.
+        Nothing submitted from now on runs."""
+        self._closed = True
         if not self._tasks:
             return True
         _, pending = await asyncio.wait(set(self._tasks), timeout=grace)

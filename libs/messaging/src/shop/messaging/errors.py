@@ -41,3 +41,16 @@ class PublishError(MessagingError):
         super().__init__(f"{len(failed)} message(s) not published: {cause!r}")
         self.failed = failed
         self.cause = cause
+
+
+class MessageTooLarge(MessagingError):
+    """The broker refuses a message of this size (Kafka's request limit, SQS's 256 KiB)."""
+
+
+class OutcomeNotWritten(MessagingError):
+    """A consumer could not make an outcome durable within its outcome timeout.
+
+    The consumer stops and the worker exits non-zero, to be restarted: a consumer that
+    went on would hold back everything behind the message (Kafka commits no offset past
+    it) or let it be handled again and again, behind nothing but a warning.
+    """

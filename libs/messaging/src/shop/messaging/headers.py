@@ -31,6 +31,11 @@ DEAD_LETTER_ERROR_MESSAGE: Final = "x-dead-letter-error-message"
 DEAD_LETTER_ATTEMPTS: Final = "x-dead-letter-attempts"
 DEAD_LETTER_FIRST_FAILURE_AT: Final = "x-dead-letter-first-failure-at"
 DEAD_LETTER_LAST_FAILURE_AT: Final = "x-dead-letter-last-failure-at"
+DEAD_LETTER_BODY_SIZE: Final = "x-dead-letter-body-size"
+"""Only on a dead letter too large to keep whole: the size in bytes of the whole body, of
+which the stored body is a prefix."""
+DEAD_LETTER_BODY_SHA256: Final = "x-dead-letter-body-sha256"
+"""Beside the body size: the hex SHA-256 of the whole body, to match it with its source."""
 
 DEAD_LETTER_RESOLVES: Final = "x-dead-letter-resolves"
 """On a marker record of a Kafka dead-letter topic: the id of the dead letter it settles
@@ -45,6 +50,8 @@ DEAD_LETTER_KEYS: Final = frozenset(
         DEAD_LETTER_ATTEMPTS,
         DEAD_LETTER_FIRST_FAILURE_AT,
         DEAD_LETTER_LAST_FAILURE_AT,
+        DEAD_LETTER_BODY_SIZE,
+        DEAD_LETTER_BODY_SHA256,
     }
 )
 DELIVERY_KEYS: Final = frozenset({ATTEMPT, FIRST_FAILURE_AT, DUE_AT, ORIGIN})

@@ -20,6 +20,9 @@ class KafkaSettings(BaseModel):
     then keeps the rows and backs off)."""
     linger_ms: int = Field(default=5, ge=0)
     """How long the producer waits to fill a batch: a little latency for a lot of throughput."""
+    max_request_size: int = Field(default=1024 * 1024, ge=64 * 1024)
+    """Largest record the producer sends (the broker's ``message.max.bytes`` must allow
+    it); a dead letter larger than this is kept as a prefix, its size and its digest."""
 
 
 class SqsSettings(BaseModel):
@@ -45,6 +48,9 @@ class MessagingSettings(BaseModel):
     """Multiplies retry delays; tests shrink them (0.01 turns 2 s into 20 ms)."""
     max_in_flight: int = Field(default=64, ge=1)
     drain_timeout: float = Field(default=30.0, ge=0)
+    outcome_timeout: float = Field(default=60.0, gt=0)
+    """How long a consumer keeps trying to write one outcome (retry, dead letter, ack)
+    before it stops and the worker exits non-zero, to be restarted."""
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     sqs: SqsSettings = Field(default_factory=SqsSettings)
 

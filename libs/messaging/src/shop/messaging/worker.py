@@ -98,7 +98,11 @@ class Worker:
         try:
             if self.health is not None:
                 await self.health.start()
-            options = ConsumerOptions(self.settings.max_in_flight, self.settings.drain_timeout)
+            options = ConsumerOptions(
+                max_in_flight=self.settings.max_in_flight,
+                drain_timeout=self.settings.drain_timeout,
+                outcome_timeout=self.settings.outcome_timeout,
+            )
             for pipeline in self.pipelines:
                 await self.transport.declare(pipeline)
                 self.consumers.append(self.transport.consumer(pipeline, options))

@@ -32,6 +32,9 @@ class ConsumerOptions:
     drain_timeout: float = 30.0
     """On shutdown, how long in-flight messages may take to finish before they are
     abandoned (and so delivered again, elsewhere)."""
+    outcome_timeout: float = 60.0
+    """How long writing one outcome (a retry, a dead letter, an ack) may keep failing
+    before the consumer stops with :class:`~shop.messaging.errors.OutcomeNotWritten`."""
 
 
 class Consumer(Protocol):

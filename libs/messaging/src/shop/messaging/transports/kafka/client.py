@@ -1,24 +1,30 @@
-"""Every call this package makes to aiokafka, behind typed methods: the admin client and
-the producer of a transport, a member of a consumer group, and a reader of a whole topic.
+"""Every call this package makes to Kafka, behind typed methods: FastStream's
+:class:`~faststream.kafka.KafkaBroker` owns the connections (producer, admin client,
+consumers), publishes retries and dead letters, and runs each consumer group as one of its
+subscribers; the aiokafka objects underneath it are used only where FastStream has no way
+to say what the transport needs, each such place with a comment saying why.
 
-aiokafka is untyped here; partitions leave this module as ``(topic, number)`` tuples and
-records as :class:`~shop.messaging.transports.kafka.wire.KafkaRecord`, so that nothing
-else in the package holds an aiokafka object.
+What leaves this module is typed: partitions as ``(topic, number)`` tuples and records as
+:class:`~shop.messaging.transports.kafka.wire.KafkaRecord`, so that nothing else in the
+package holds a FastStream or aiokafka object.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import structlog
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import BrokerResponseError, KafkaError, TopicAlreadyExistsError, for_code
+from aiokafka import AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import BrokerResponseError, KafkaError, MessageSizeTooLargeError
+from faststream import AckPolicy
+from faststream.kafka import KafkaBroker, Topic
+from faststream.kafka.annotations import KafkaMessage
 
-from shop.messaging.errors import MessagingError
+from shop.messaging.errors import MessageTooLarge, MessagingError
 from shop.messaging.settings import KafkaSettings
 from shop.messaging.transports.kafka.wire import (
     KafkaRecord,
@@ -32,21 +38,20 @@ __all__ = [
     "GroupMember",
     "KafkaClient",
     "KafkaError",
-    "KafkaProducer",
     "Partition",
 ]
 
 log = structlog.get_logger("shop.messaging")
 
 _POLL_TIMEOUT_MS: Final = 250
-"""How long one fetch waits for records before asking again (a fetch is also the group's
-sign that this member is alive)."""
+"""How long one fetch waits for records before asking again, reading a topic to its end."""
 _READ_TIMEOUT: Final = 30.0
 """Longest time reading a topic to its end may take (listing dead letters does)."""
 _NOT_STARTED: Final = "the Kafka transport is not started"
 
 Partition = tuple[str, int]
 """(topic, partition), typed, where aiokafka's ``TopicPartition`` would be untyped."""
+Receive = Callable[[KafkaRecord], Awaitable[None]]
 _Revoked = Callable[[set[Partition]], Awaitable[None]]
 _Assigned = Callable[[set[Partition]], None]
 
@@ -73,139 +78,132 @@ def _record(raw: Any) -> KafkaRecord:
     )
 
 
-class KafkaProducer:
-    """The producer's calls: hand a record over, or write it and wait."""
+def _too_large(topic: str, body: bytes, error: BaseException) -> MessageTooLarge:
+    return MessageTooLarge(f"{len(body)} bytes is too large for {topic}: {error}")
 
-    def __init__(self, kafka: Any) -> None:
-        self._kafka = kafka
 
-    @classmethod
-    async def start(cls, settings: KafkaSettings) -> KafkaProducer:
-        try:
-            return await cls._start(settings, idempotent=True)
-        except BrokerResponseError as error:
-            # The broker answered, but refused a producer id (Tansu does): without
-            # idempotence a producer retry may write a message twice, which consumers
-            # absorb (delivery is at least once anyway). Order per partition still holds:
-            # the client keeps one request in flight per partition.
-            log.warning(
-                "broker refused an idempotent producer; producing without idempotence",
-                error=repr(error),
-            )
-            return await cls._start(settings, idempotent=False)
+class _StructlogForFastStream:
+    """FastStream's log lines (its consume loop's errors, its rebalances) in the workers'
+    JSON logs, instead of a text format of its own on the same stdout."""
 
-    @classmethod
-    async def _start(cls, settings: KafkaSettings, *, idempotent: bool) -> KafkaProducer:
-        kafka = AIOKafkaProducer(
-            bootstrap_servers=settings.bootstrap_servers,
-            client_id=settings.client_id,
-            acks="all",
-            linger_ms=settings.linger_ms,
-            request_timeout_ms=settings.request_timeout_ms,
-            enable_idempotence=idempotent,
-        )
-        try:
-            await kafka.start()
-        except BaseException:
-            await kafka.stop()
-            raise
-        return cls(kafka)
+    def __init__(self) -> None:
+        self._log = structlog.get_logger("faststream")
+
+    def log(
+        self,
+        level: int,
+        msg: Any,
+        /,
+        *,
+        exc_info: Any = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._log.log(level, str(msg), exc_info=exc_info, **dict(extra or {}))
+
+
+class KafkaClient:
+    """One FastStream broker for one transport: started and stopped together, and the
+    consumer-group members made from it."""
+
+    def __init__(self, settings: KafkaSettings) -> None:
+        self._settings = settings
+        self._broker: KafkaBroker | None = None
+
+    @property
+    def started(self) -> bool:
+        return self._broker is not None
+
+    @property
+    def broker(self) -> KafkaBroker:
+        if self._broker is None:
+            raise MessagingError(_NOT_STARTED)
+        return self._broker
+
+    async def start(self) -> None:
+        """Connect the broker's producer and admin client."""
+        idempotent = await _idempotence_accepted(self._settings)
+        if not idempotent:
+            # The broker refused a producer id (Tansu does): without idempotence a
+            # producer retry may write a message twice, which consumers absorb (delivery
+            # is at least once anyway). Order per partition still holds: the client keeps
+            # one request in flight per partition.
+            log.warning("broker refused an idempotent producer; producing without idempotence")
+        self._broker = await _started_broker(self._settings, idempotent=idempotent)
+
+    async def close(self) -> None:
+        broker, self._broker = self._broker, None
+        if broker is not None:
+            await broker.stop()
+
+    # -- publishing -------------------------------------------------------------------
+
+    # Records go to the aiokafka producer the broker owns (its connection, its settings),
+    # not through FastStream's publish: that adds headers of its own (content-type,
+    # correlation_id) where a retry or dead letter must carry the producer's headers as
+    # they were, and it reached about two thirds of this rate on the relay's send path.
 
     async def enqueue(
         self, topic: str, body: bytes, headers: Mapping[str, str], key: str | None
     ) -> asyncio.Future[object]:
         """Hand one record to the producer's batch; the future settles when it is written."""
-        future: asyncio.Future[object] = await self._kafka.send(
-            topic, value=body, key=encode_key(key), headers=encode_headers(headers)
-        )
+        owned: Any = self.broker.config.producer
+        producer = owned._producer.producer
+        try:
+            future: asyncio.Future[object] = await producer.send(
+                topic, value=body, key=encode_key(key), headers=encode_headers(headers)
+            )
+        except MessageSizeTooLargeError as error:
+            raise _too_large(topic, body, error) from error
         return future
 
     async def send(
         self, topic: str, body: bytes, headers: Mapping[str, str], key: str | None
     ) -> None:
-        """Write one record and wait until the broker has it."""
-        await (await self.enqueue(topic, body, headers, key))
-
-    async def stop(self) -> None:
-        await self._kafka.stop()
-
-
-class KafkaClient:
-    """The admin client and the producer of one transport, started and closed together,
-    and the consumers it makes from the same settings."""
-
-    def __init__(self, settings: KafkaSettings) -> None:
-        self._settings = settings
-        self._admin: Any = None
-        self._producer: KafkaProducer | None = None
-
-    @property
-    def started(self) -> bool:
-        return self._producer is not None
-
-    async def start(self) -> None:
-        """Connect the admin client, then the producer; on failure the caller closes."""
-        admin = AIOKafkaAdminClient(
-            bootstrap_servers=self._settings.bootstrap_servers,
-            client_id=self._settings.client_id,
-        )
-        self._admin = admin
-        await admin.start()
-        self._producer = await KafkaProducer.start(self._settings)
-
-    async def close(self) -> None:
-        producer, self._producer = self._producer, None
-        admin, self._admin = self._admin, None
+        """Write one record and wait until Kafka has it."""
         try:
-            if producer is not None:
-                await producer.stop()
-        finally:
-            if admin is not None:
-                await admin.close()
+            await (await self.enqueue(topic, body, headers, key))
+        except MessageSizeTooLargeError as error:  # the broker's own limit, if lower
+            raise _too_large(topic, body, error) from error
 
-    @property
-    def producer(self) -> KafkaProducer:
-        if self._producer is None:
-            raise MessagingError(_NOT_STARTED)
-        return self._producer
-
-    def _started_admin(self) -> Any:
-        if self._admin is None:
-            raise MessagingError(_NOT_STARTED)
-        return self._admin
+    # -- topics -----------------------------------------------------------------------
 
     async def create_topics(self, names: Iterable[str]) -> None:
         """Create the topics that are missing, with the configured partitions and
-        replication; topics that exist are left as they are."""
-        admin = self._started_admin()
+        replication; topics that exist are left as they are. Raises on any refusal
+        (FastStream's own topic creation would only log it)."""
         wanted = sorted(set(names))
         if not wanted:
             return
-        response = await admin.create_topics(
-            [
-                NewTopic(name, self._settings.partitions, self._settings.replication_factor)
-                for name in wanted
-            ]
-        )
-        for entry in response.topic_errors:
-            name, code = str(entry[0]), int(entry[1])
-            if code in (0, TopicAlreadyExistsError.errno):
-                continue
-            detail = entry[2] if len(entry) > 2 else None
-            raise for_code(code)(f"cannot create topic {name!r}: {detail}")
+        topics = [
+            Topic(
+                name,
+                num_partitions=self._settings.partitions,
+                replication_factor=self._settings.replication_factor,
+            )
+            for name in wanted
+        ]
+        results = await self.broker.config.admin.create_topics(topics)
+        for result in results:
+            if result.error is not None:
+                raise MessagingError(f"cannot create topic {result.topic!r}: {result.error}")
 
     async def topics(self) -> set[str]:
         """Names of the topics that exist (asking does not create any, unlike a
         metadata request naming a topic, which some brokers answer by creating it)."""
-        names: Iterable[str] = await self._started_admin().list_topics()
+        names: Iterable[str] = await self._admin().list_topics()
         return set(names)
 
     async def partitions(self, topic: str) -> list[int]:
         """Partition numbers of ``topic``; none when it does not exist."""
         if topic not in await self.topics():
             return []
-        described: list[dict[str, Any]] = await self._started_admin().describe_topics([topic])
+        described: list[dict[str, Any]] = await self._admin().describe_topics([topic])
         return sorted(int(p["partition"]) for d in described for p in d["partitions"])
+
+    def _admin(self) -> Any:
+        # FastStream's admin service only creates topics; listing and describing them
+        # goes to the aiokafka admin client it holds.
+        return self.broker.config.admin_client
 
     async def read_topic(self, topic: str) -> list[KafkaRecord]:
         """Every record of ``topic`` from its beginning to its current end, read outside
@@ -213,10 +211,13 @@ class KafkaClient:
         partitions = await self.partitions(topic)
         if not partitions:
             return []
-        kafka = AIOKafkaConsumer(
-            bootstrap_servers=self._settings.bootstrap_servers,
-            client_id=self._settings.client_id,
+        # A one-off read to the end is no subscription: a consumer from the broker's own
+        # builder (its connection settings), driven by hand, since reading up to the high
+        # watermark needs positions that FastStream does not expose.
+        builder: Any = self.broker.config.builder
+        kafka = builder(
             group_id=None,
+            client_id=self._settings.client_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
         )
@@ -229,66 +230,144 @@ class KafkaClient:
         finally:
             await kafka.stop()
 
+    # -- consuming --------------------------------------------------------------------
+
     def group_member(
-        self, group_id: str, topics: Sequence[str], *, revoked: _Revoked, assigned: _Assigned
+        self,
+        group_id: str,
+        topics: Sequence[str],
+        *,
+        receive: Receive,
+        revoked: _Revoked,
+        assigned: _Assigned,
     ) -> GroupMember:
-        """A member of ``group_id`` subscribed to ``topics`` (not started yet)."""
-        return GroupMember(self._settings, group_id, topics, revoked=revoked, assigned=assigned)
+        """A member of ``group_id`` subscribed to ``topics`` (not started yet), handing
+        each record to ``receive``."""
+        return GroupMember(
+            self.broker,
+            self._settings,
+            group_id,
+            topics,
+            receive=receive,
+            revoked=revoked,
+            assigned=assigned,
+        )
+
+
+async def _idempotence_accepted(settings: KafkaSettings) -> bool:
+    # Asked with a producer of its own: FastStream's broker leaves a producer that failed
+    # to start unclosed, and would have to be built a second time.
+    probe = AIOKafkaProducer(
+        bootstrap_servers=settings.bootstrap_servers,
+        client_id=settings.client_id,
+        acks="all",
+        enable_idempotence=True,
+    )
+    try:
+        await probe.start()
+    except BrokerResponseError:
+        return False
+    finally:
+        await probe.stop()
+    return True
+
+
+async def _started_broker(settings: KafkaSettings, *, idempotent: bool) -> KafkaBroker:
+    broker = KafkaBroker(
+        settings.bootstrap_servers,
+        client_id=settings.client_id,
+        acks="all",
+        linger_ms=settings.linger_ms,
+        request_timeout_ms=settings.request_timeout_ms,
+        max_request_size=settings.max_request_size,
+        enable_idempotence=idempotent,
+        logger=_StructlogForFastStream(),
+        # One log line per message would drown the workers' own: FastStream's access log
+        # goes to DEBUG; its warnings and errors still show.
+        log_level=logging.DEBUG,
+    )
+    try:
+        await broker.start()
+    except BaseException:
+        await broker.stop()
+        raise
+    return broker
 
 
 class GroupMember:
-    """One member of a consumer group: it fetches from the partitions the group assigns
-    it, can hold one back, and commits offsets explicitly (never automatically)."""
+    """One member of a consumer group: a FastStream subscriber over the consumer's topics
+    that hands each record over as it comes, can hold a partition back, and commits
+    offsets explicitly (never automatically, never by acknowledging a message).
+
+    FastStream's acknowledgement commits the member's whole position (everything fetched,
+    finished or not), so the subscriber runs with ``AckPolicy.MANUAL`` and is never
+    acknowledged: the consumer commits up to its oldest unfinished message itself.
+    """
 
     def __init__(
         self,
+        broker: KafkaBroker,
         settings: KafkaSettings,
         group_id: str,
         topics: Sequence[str],
         *,
+        receive: Receive,
         revoked: _Revoked,
         assigned: _Assigned,
     ) -> None:
-        self._kafka = AIOKafkaConsumer(
-            bootstrap_servers=settings.bootstrap_servers,
-            client_id=settings.client_id,
+        self.subscriber = broker.subscriber(
+            # Declared by the transport already (where a refusal raises); declare=False
+            # keeps FastStream from creating them again with its own defaults.
+            *(Topic(topic, declare=False) for topic in topics),
             group_id=group_id,
-            enable_auto_commit=False,
+            ack_policy=AckPolicy.MANUAL,
             auto_offset_reset="earliest",
             session_timeout_ms=settings.session_timeout_ms,
             heartbeat_interval_ms=max(settings.session_timeout_ms // 3, 100),
+            listener=_Rebalance(revoked, assigned),
+            # Made and started while the broker runs, stopped with its consumer.
+            persistent=False,
         )
-        self._kafka.subscribe(topics=list(topics), listener=_Rebalance(revoked, assigned))
+
+        @self.subscriber
+        async def receive_record(message: KafkaMessage) -> None:
+            await receive(_record(message.raw_message))
 
     async def start(self) -> None:
-        await self._kafka.start()
+        await self.subscriber.start()
 
     async def stop(self) -> None:
         """Leave the group, so that its partitions move on to other members at once."""
-        await self._kafka.stop()
+        await self.subscriber.stop()
 
-    async def fetch(self, max_records: int) -> dict[Partition, list[KafkaRecord]]:
-        """Up to ``max_records`` records, by partition; none after a short wait."""
-        batch: dict[Any, list[Any]] = await self._kafka.getmany(
-            timeout_ms=_POLL_TIMEOUT_MS, max_records=max_records
-        )
-        return {_partition(tp): [_record(r) for r in records] for tp, records in batch.items()}
+    def _consumer(self) -> Any:
+        # Offsets, pauses and seeks: FastStream's subscriber has no way to say them, so
+        # they go to the aiokafka consumer it runs.
+        return self.subscriber.consumer
 
     def owns(self, partition: Partition) -> bool:
         """The group has assigned ``partition`` to this member (and not revoked it)."""
-        return _tp(partition) in self._kafka.assignment()
+        consumer = self._consumer()
+        return consumer is not None and _tp(partition) in consumer.assignment()
 
     def pause_at(self, partition: Partition, offset: int) -> None:
         """Stop fetching ``partition`` and rewind it to ``offset``, where a resume starts."""
+        consumer = self._consumer()
         tp = _tp(partition)
-        self._kafka.pause(tp)
-        self._kafka.seek(tp, offset)
+        consumer.pause(tp)
+        consumer.seek(tp, offset)
 
     def resume(self, partition: Partition) -> None:
-        self._kafka.resume(_tp(partition))
+        self._consumer().resume(_tp(partition))
+
+    def pause_all(self) -> None:
+        """Fetch nothing more (shutdown: what is in flight drains, nothing new starts)."""
+        consumer = self._consumer()
+        if consumer is not None:
+            consumer.pause(*consumer.assignment())
 
     async def commit(self, offsets: Mapping[Partition, int]) -> None:
-        await self._kafka.commit({_tp(p): offset for p, offset in offsets.items()})
+        await self._consumer().commit({_tp(p): offset for p, offset in offsets.items()})
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]

@@ -1,9 +1,12 @@
-"""The Kafka consume loop of one consumer: a consumer-group member reading the event topics
-and the delay topics, many messages in flight and one at a time per key.
+"""The Kafka consume loop of one consumer: a consumer-group member (a FastStream
+subscriber) reading the event topics and the delay topics, many messages in flight and one
+at a time per key.
 
-A retry is written to a delay topic and a message given up on to the dead-letter topic;
-offsets are committed only up to the first message whose outcome is not durable yet, so
-a crash or rebalance delivers again whatever was not finished, never skips it.
+A retry is written to a delay topic and a message given up on to the dead-letter topic (a
+prefix of it, with its size and digest, when it is too large for the broker); offsets are
+committed only up to the first message whose outcome is not durable yet, so a crash or
+rebalance delivers again whatever was not finished, never skips it. An outcome that cannot
+be written within the outcome timeout stops the consumer, and the worker with it.
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ import structlog
 from shop.messaging import headers as h
 from shop.messaging.deadletters import dead_letter_headers
 from shop.messaging.dispatch import KeyedDispatcher
+from shop.messaging.errors import MessageTooLarge
 from shop.messaging.message import Delivery
 from shop.messaging.naming import Naming
-from shop.messaging.outcome import Ack, DeadLetter, Outcome, Retry
+from shop.messaging.outcome import Ack, Outcome, Retry
 from shop.messaging.pipeline import Pipeline
 from shop.messaging.retry import RetryPolicy
+from shop.messaging.settling import too_large_to_retry, write_dead_letter, write_until_done
 from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions
 from shop.messaging.transports.kafka.client import (
     GroupMember,
@@ -48,8 +53,6 @@ log = structlog.get_logger("shop.messaging")
 
 _COMMIT_INTERVAL: Final = 0.5
 """Seconds between commits of the offsets whose outcomes are durable."""
-_PRODUCE_BACKOFF: Final = (0.1, 5.0)
-"""First and longest pause between tries to make an outcome durable."""
 _COMMIT_TIMEOUT: Final = 10.0
 """Longest wait for one commit (the client would otherwise wait for the broker forever)."""
 
@@ -87,7 +90,12 @@ class _Progress:
 
 class KafkaConsumer(ConsumerLifecycle):
     """One consumer-group member for one consumer: its event topics and its delay topics,
-    many messages in flight, one at a time per key."""
+    many messages in flight, one at a time per key.
+
+    The member is a FastStream subscriber, which fetches and hands each record to
+    :meth:`_receive` one after the other; handing over waits while every slot is taken
+    (the back-pressure that keeps the subscriber from fetching further ahead).
+    """
 
     def __init__(
         self, client: KafkaClient, naming: Naming, pipeline: Pipeline, options: ConsumerOptions
@@ -103,50 +111,55 @@ class KafkaConsumer(ConsumerLifecycle):
         self._delay_topics = delay_topics(naming, pipeline.router)
         self._retry_delays = [s for s in delay_seconds(pipeline.router) if s > 0]
         self._member: GroupMember | None = None
+        self._dispatcher: KeyedDispatcher | None = None
         self._progress: dict[Partition, _Progress] = {}
         self._resumes: dict[Partition, asyncio.TimerHandle] = {}
         self._commit_lock = asyncio.Lock()
         self._failure: BaseException | None = None
 
+    @property
+    def subscriber(self) -> object | None:
+        """The FastStream subscriber this consumer runs as (None when not running)."""
+        return None if self._member is None else self._member.subscriber
+
     async def run(self) -> None:
+        dispatcher = KeyedDispatcher(self._options.max_in_flight)
         member = self._client.group_member(
             self._group_id,
             [*self._event_topics, *self._delay_topics],
+            receive=self._receive,
             revoked=self._partitions_revoked,
             assigned=self._partitions_assigned,
         )
-        self._member = member
+        self._member, self._dispatcher = member, dispatcher
         try:
             await member.start()
-            await self._run(member)
+            await self._run(member, dispatcher)
         finally:
             await member.stop()  # leaves the group, so the partitions move on at once
-            self._member = None
+            self._member = self._dispatcher = None
 
-    async def _run(self, member: GroupMember) -> None:
-        dispatcher = KeyedDispatcher(self._options.max_in_flight)
+    async def _run(self, member: GroupMember, dispatcher: KeyedDispatcher) -> None:
         self._running = True
         log.info(
             "kafka consumer started",
             group=self._group_id,
             topics=[*self._event_topics, *self._delay_topics],
         )
-        fetching = asyncio.create_task(self._consume(member, dispatcher))
         committing = asyncio.create_task(self._commit_periodically())
         stopping = asyncio.create_task(self._stopping.wait())
         try:
-            await asyncio.wait(
-                {fetching, committing, stopping}, return_when=asyncio.FIRST_COMPLETED
-            )
+            await asyncio.wait({committing, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            # Cancelled, not left to notice the stop: it may be waiting for a free slot
-            # that only the drain below would free. A record it had marked but not yet
-            # handed over stays in flight, so no commit passes it.
-            for task in (fetching, committing, stopping):
+            self.stop()  # also when committing failed: nothing new is handed over
+            for task in (committing, stopping):
                 task.cancel()
-            await asyncio.wait({fetching, committing, stopping})
+            await asyncio.wait({committing, stopping})
             self._running = False
+            member.pause_all()
             self._cancel_resumes(set(self._resumes))
+            # A hand-over waiting for a slot that the drain frees is refused, so the
+            # record it carried stays in flight and no commit passes it.
             finished = await dispatcher.drain(self._options.drain_timeout)
             if not finished:
                 log.warning(
@@ -156,48 +169,46 @@ class KafkaConsumer(ConsumerLifecycle):
                 )
             await self._commit(set(self._progress))
             log.info("kafka consumer stopped", group=self._group_id)
-        for task in (fetching, committing):
-            if not task.cancelled() and (error := task.exception()) is not None:
-                raise error
+        if not committing.cancelled() and (error := committing.exception()) is not None:
+            raise error
         if self._failure is not None:
             raise self._failure
 
-    # -- fetching ---------------------------------------------------------------------
+    # -- receiving ----------------------------------------------------------------------
 
-    async def _consume(self, member: GroupMember, dispatcher: KeyedDispatcher) -> None:
-        while True:
-            # No more records at a time than can be handled at once: handing over a batch
-            # waits for free slots, and the group counts a member that does not fetch
-            # again within max_poll_interval as gone (its partitions then move on while
-            # it still handles them). A backlog is worked off a handful at a time.
-            batch = await member.fetch(max_records=self._options.max_in_flight)
-            for partition, records in batch.items():
-                await self._dispatch(member, partition, records, dispatcher)
+    async def _receive(self, record: KafkaRecord) -> None:
+        """Take one record from the subscriber: hand it to a slot, or hold its partition
+        when it is a retry not due yet. A record refused here is not committed, so it is
+        delivered again (to this member after a resume, or to the partition's next owner)."""
+        member, dispatcher = self._member, self._dispatcher
+        if member is None or dispatcher is None or self._stopping.is_set():
+            return
+        try:
+            await self._dispatch(member, dispatcher, record)
+        except Exception as error:
+            # FastStream would log this and go on fetching past a record that can now
+            # never be committed: stop instead, so that the worker fails loudly.
+            log.exception("consumer failed taking a record; stopping", group=self._group_id)
+            self._fail(error)
 
     async def _dispatch(
-        self,
-        member: GroupMember,
-        partition: Partition,
-        records: list[KafkaRecord],
-        dispatcher: KeyedDispatcher,
+        self, member: GroupMember, dispatcher: KeyedDispatcher, record: KafkaRecord
     ) -> None:
+        partition = (record.topic, record.partition)
         progress = self._tracked(member, partition)
         if progress is None:
+            return  # revoked since the fetch
+        delayed = record.topic in self._delay_topics
+        wait = seconds_until_due(record) if delayed else 0.0
+        if wait > 0:
+            self._hold(member, partition, record.offset, wait)
             return
-        for record in records:
-            if self._stopping.is_set() or self._tracked(member, partition) is not progress:
-                return  # stopping, or revoked while waiting for a free slot
-            delayed = record.topic in self._delay_topics
-            wait = seconds_until_due(record) if delayed else 0.0
-            if wait > 0:
-                self._hold(member, partition, record.offset, wait)
-                return
-            delivery = delivery_of(record, delayed=delayed)
-            progress.dispatched(record.offset)
-            await dispatcher.submit(
-                _serial_key(record, delivery),
-                partial(self._handle, delivery, progress, record.offset),
-            )
+        delivery = delivery_of(record, delayed=delayed)
+        progress.dispatched(record.offset)
+        await dispatcher.submit(
+            _serial_key(record, delivery),
+            partial(self._handle, delivery, progress, record.offset),
+        )
 
     def _tracked(self, member: GroupMember, partition: Partition) -> _Progress | None:
         """The progress of ``partition`` while this member owns it, else None."""
@@ -205,6 +216,10 @@ class KafkaConsumer(ConsumerLifecycle):
             return None
         # Records can come before the assignment callback has run: track them already.
         return self._progress.setdefault(partition, _Progress())
+
+    def _fail(self, error: BaseException) -> None:
+        self._failure = self._failure or error
+        self.stop()
 
     # -- holding a delayed message until it is due --------------------------------------
 
@@ -237,12 +252,12 @@ class KafkaConsumer(ConsumerLifecycle):
             outcome = await self._pipeline.process(delivery)
             await self._settle(delivery, outcome)
         except Exception as error:
-            # The pipeline turns every handler failure into an outcome, so this is a bug.
-            # This offset can never be committed now, nor any after it: stop, so that the
-            # worker fails loudly and the restarted consumer gets the message again.
+            # The pipeline turns every handler failure into an outcome, so this is an
+            # outcome that could not be written, or a bug. This offset can never be
+            # committed now, nor any after it: stop, so that the worker fails loudly and
+            # the restarted consumer gets the message again.
             log.exception("consumer failed on a message; stopping", group=self._group_id)
-            self._failure = self._failure or error
-            self.stop()
+            self._fail(error)
             raise
         progress.completed(offset)
 
@@ -250,16 +265,16 @@ class KafkaConsumer(ConsumerLifecycle):
         if isinstance(outcome, Ack):
             return
         if isinstance(outcome, Retry):
-            await self._produce_until_written(
-                self._naming.delay_topic(self._group, self._delay_for(delivery, outcome)),
-                delivery,
-                retry_headers(delivery, outcome),
-            )
-            return
-        assert isinstance(outcome, DeadLetter)
-        await self._produce_until_written(
-            self._naming.dead_letters(self._group),
-            delivery,
+            topic = self._naming.delay_topic(self._group, self._delay_for(delivery, outcome))
+            try:
+                await self._write(topic, delivery.body, retry_headers(delivery, outcome), delivery)
+                return
+            except MessageTooLarge as error:
+                outcome = too_large_to_retry(outcome, error)
+        topic = self._naming.dead_letters(self._group)
+        await write_dead_letter(
+            lambda body, stored: self._write(topic, body, stored, delivery),
+            delivery.body,
             dead_letter_headers(self._group, delivery, outcome),
         )
 
@@ -273,26 +288,18 @@ class KafkaConsumer(ConsumerLifecycle):
             return 0.0
         return min(self._retry_delays, key=lambda declared: abs(declared - nominal))
 
-    async def _produce_until_written(
-        self, topic: str, delivery: Delivery, headers: Mapping[str, str]
+    async def _write(
+        self, topic: str, body: bytes, headers: Mapping[str, str], delivery: Delivery
     ) -> None:
         """The outcome must be durable before the message counts as done: try until it is
-        written. Shutdown ends the tries by cancelling, and the message stays uncommitted."""
-        pause, longest = _PRODUCE_BACKOFF
-        while True:
-            try:
-                await self._client.producer.send(topic, delivery.body, headers, delivery.key)
-                return
-            except KafkaError as error:
-                log.warning(
-                    "could not write the outcome of a message; trying again",
-                    topic=topic,
-                    source=delivery.source,
-                    error=repr(error),
-                    retry_in=pause,
-                )
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, longest)
+        written, for as long as the outcome timeout allows."""
+        await write_until_done(
+            partial(self._client.send, topic, body, headers, delivery.key),
+            within=self._options.outcome_timeout,
+            what=f"the outcome of a message to {topic}",
+            retry_on=(KafkaError,),
+            source=delivery.source,
+        )
 
     # -- committing ---------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ class KafkaDeadLetterStore:
     async def redrive(self, group: str, letter: StoredDeadLetter) -> None:
         # The 0 s delay topic belongs to this consumer alone, so only the consumer that
         # failed sees the message again; without an attempt count it starts afresh.
-        await self._client.producer.send(
+        await self._client.send(
             self._naming.delay_topic(group, 0),
             letter.body,
             {**h.original_headers(dict(letter.headers)), h.ORIGIN: letter.source},
@@ -53,9 +53,8 @@ class KafkaDeadLetterStore:
 
     async def _mark_settled(self, group: str, letters: Sequence[StoredDeadLetter]) -> None:
         topic = self._naming.dead_letters(group)
-        producer = self._client.producer
         futures = [
-            await producer.enqueue(topic, b"", {h.DEAD_LETTER_RESOLVES: x.id}, None)
+            await self._client.enqueue(topic, b"", {h.DEAD_LETTER_RESOLVES: x.id}, None)
             for x in letters
         ]
         await asyncio.gather(*futures)

@@ -1,14 +1,17 @@
-"""The Kafka :class:`~shop.messaging.transports.base.Transport`: publishes with one
-producer, creates the topics every contract and every consumer needs, and makes a
-:class:`KafkaConsumer` per consumer."""
+"""The Kafka :class:`~shop.messaging.transports.base.Transport` on FastStream's
+:class:`~faststream.kafka.KafkaBroker`: publishes through the producer the broker owns,
+creates the topics every contract and every consumer needs, and makes a
+:class:`KafkaConsumer` (a FastStream subscriber) per consumer."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
 
+from faststream.kafka import KafkaBroker
+
 from shop.contracts import ALL_CONTRACTS
-from shop.messaging.errors import PublishError
+from shop.messaging.errors import MessageTooLarge, PublishError
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.pipeline import Pipeline
@@ -21,7 +24,7 @@ from shop.messaging.transports.kafka.topology import topics_of
 
 
 class KafkaTransport:
-    """Publishes through the one producer of its client, which batches records per
+    """Publishes through the one producer of its broker, which batches records per
     partition; creates topics itself, with the configured partitions, rather than leave
     them to a broker's auto-creation and its defaults."""
 
@@ -49,20 +52,26 @@ class KafkaTransport:
     async def close(self) -> None:
         await self._client.close()
 
+    @property
+    def broker(self) -> KafkaBroker:
+        """The FastStream broker underneath, once started: its subscribers are this
+        transport's consumers (for middlewares or inspection; publish through the
+        transport, which keeps the order of each key)."""
+        return self._client.broker
+
     async def declare(self, pipeline: Pipeline) -> None:
         await self._client.create_topics(topics_of(self.naming, pipeline.router))
 
     async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
-        producer = self._client.producer
         enqueued: list[tuple[int, asyncio.Future[object]]] = []
         errors: dict[int, BaseException] = {}
         async with self._handing_over:
             for index, message in enumerate(messages):
                 try:
-                    future = await producer.enqueue(
+                    future = await self._client.enqueue(
                         message.topic, message.body, message.headers, message.key
                     )
-                except KafkaError as error:
+                except (KafkaError, MessageTooLarge) as error:
                     # The rest were not even handed over: report them all, in order.
                     errors.update(dict.fromkeys(range(index, len(messages)), error))
                     break

@@ -19,7 +19,7 @@ from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession
 from botocore.exceptions import ClientError
 
-from shop.messaging.errors import MessagingError
+from shop.messaging.errors import MessageTooLarge, MessagingError
 from shop.messaging.settings import SqsSettings
 from shop.messaging.transports.sqs.wire import (
     SYSTEM_ATTRIBUTES,
@@ -51,6 +51,7 @@ _MOVE_TASK_UNSUPPORTED: Final = frozenset(
 )
 _NO_SUCH_QUEUE: Final = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 _NOT_STARTED: Final = "the SQS transport is not started"
+_INVALID_PARAMETER: Final = frozenset({"InvalidParameterValue", "InvalidParameterValueException"})
 
 
 class MoveTaskUnavailable(Exception):
@@ -80,6 +81,12 @@ def _chunks(items: Sequence[_T], size: int = BATCH_LIMIT) -> Iterator[Sequence[_
 
 def _error_code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
+
+
+def _too_large(error: ClientError) -> bool:
+    # SQS says so only in words: "Message must be shorter than 262144 bytes".
+    message = str(error.response.get("Error", {}).get("Message", ""))
+    return _error_code(error) in _INVALID_PARAMETER and "shorter than" in message
 
 
 def _topic_name(arn: str) -> str:
@@ -245,9 +252,14 @@ class SqsClient:
         return [read_message(raw) for raw in response.get("Messages", [])]
 
     async def send(self, url: str, body: str, headers: Mapping[str, str], key: str | None) -> str:
-        response = await self._sqs.send_message(
-            QueueUrl=url, MessageBody=body, MessageAttributes=message_attributes(headers, key)
-        )
+        try:
+            response = await self._sqs.send_message(
+                QueueUrl=url, MessageBody=body, MessageAttributes=message_attributes(headers, key)
+            )
+        except ClientError as error:
+            if _too_large(error):
+                raise MessageTooLarge(f"{len(body)} characters: {error}") from error
+            raise
         return str(response["MessageId"])
 
     async def delete(self, url: str, message: SqsMessage) -> None:

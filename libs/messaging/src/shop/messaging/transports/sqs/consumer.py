@@ -3,7 +3,9 @@ and one at a time per key, each kept hidden while it waits or is handled.
 
 A retry is ``ChangeMessageVisibility``: the failed message stays in its queue, hidden for
 the retry delay, and its ``ApproximateReceiveCount`` is the attempt number. A message given
-up on is sent to the dead-letter queue, then deleted.
+up on is sent to the dead-letter queue (a prefix of it, with its size and digest, when it is
+too large for the queue), then deleted. An outcome that cannot be written within the
+outcome timeout stops the consumer, and the worker with it.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -23,6 +25,7 @@ from shop.messaging.message import Delivery
 from shop.messaging.outcome import Ack, DeadLetter, Outcome, Retry
 from shop.messaging.pipeline import Pipeline
 from shop.messaging.settings import SqsSettings
+from shop.messaging.settling import write_dead_letter, write_until_done
 from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions
 from shop.messaging.transports.sqs.client import SqsClient
 from shop.messaging.transports.sqs.topology import QueueLookup, SqsQueues
@@ -67,6 +70,7 @@ class SqsConsumer(ConsumerLifecycle):
         self._options = options
         self._held: set[_Held] = set()
         self._queues: SqsQueues | None = None
+        self._failure: BaseException | None = None
 
     async def run(self) -> None:
         queues = self._queues = await self._queues_of(self._group)
@@ -81,6 +85,8 @@ class SqsConsumer(ConsumerLifecycle):
             await dispatcher.drain(self._options.drain_timeout)
             # What is still held was not settled: it need not wait out its timeout.
             await self._let_go(queues, list(self._held))
+        if self._failure is not None:
+            raise self._failure
 
     # -- receiving --------------------------------------------------------------------
 
@@ -124,7 +130,7 @@ class SqsConsumer(ConsumerLifecycle):
 
     async def _submit(self, queues: SqsQueues, held: _Held, dispatcher: KeyedDispatcher) -> bool:
         """Give ``held`` to the dispatcher (which waits while it is full); False when
-        stop() came first."""
+        stop() or the drain came first."""
         key = (queues.name, held.delivery.key)
         submitting = asyncio.create_task(
             dispatcher.submit(key, functools.partial(self._handle, held))
@@ -137,7 +143,7 @@ class SqsConsumer(ConsumerLifecycle):
             if not submitting.done():
                 submitting.cancel()
         await asyncio.wait({submitting})
-        return not submitting.cancelled()
+        return not submitting.cancelled() and submitting.result()
 
     # -- keeping received messages hidden ---------------------------------------------
 
@@ -183,25 +189,64 @@ class SqsConsumer(ConsumerLifecycle):
         await self._stop_keeping(held)
         try:
             await self._settle(held, outcome)
-        except Exception:
-            # Not deleted, so SQS delivers it again when its visibility timeout ends.
+        except Exception as error:
+            # Not deleted, so SQS delivers it again when its visibility timeout ends; but a
+            # consumer that cannot settle would only take message after message it cannot
+            # settle either: stop, so that the worker fails loudly and is restarted.
             log.exception(
-                "could not settle a message; it will be delivered again",
+                "could not settle a message; stopping",
                 group=self._group,
                 message_id=held.message.message_id,
                 outcome=type(outcome).__name__,
             )
+            self._failure = self._failure or error
+            self.stop()
 
     async def _settle(self, held: _Held, outcome: Outcome) -> None:
         assert self._queues is not None  # set before anything is received
         client, queues, message = self._client, self._queues, held.message
         if isinstance(outcome, Ack):
-            await client.delete(queues.url, message)
+            await self._until_written(
+                functools.partial(client.delete, queues.url, message), "an ack"
+            )
         elif isinstance(outcome, Retry):
-            await client.change_visibility(queues.url, message, _retry_visibility(outcome.delay))
+            visibility = _retry_visibility(outcome.delay)
+            await self._until_written(
+                functools.partial(client.change_visibility, queues.url, message, visibility),
+                "a retry",
+            )
         else:
             assert isinstance(outcome, DeadLetter)
-            stored = dead_letter_headers(self._group, held.delivery, outcome)
+
+            async def keep(body: bytes, stored: Mapping[str, str]) -> None:
+                text = body.decode("utf-8", errors="ignore")  # a cut may split a character
+                await self._until_written(
+                    functools.partial(
+                        client.send, queues.dead_letters_url, text, stored, message.key
+                    ),
+                    "a dead letter",
+                )
+
             # Kept first, deleted after: a crash in between makes a duplicate, never a loss.
-            await client.send(queues.dead_letters_url, message.body, stored, message.key)
-            await client.delete(queues.url, message)
+            await write_dead_letter(
+                keep,
+                message.body.encode("utf-8"),
+                dead_letter_headers(self._group, held.delivery, outcome),
+            )
+            await self._until_written(
+                functools.partial(client.delete, queues.url, message), "an ack"
+            )
+
+    async def _until_written(self, write: Callable[[], Awaitable[object]], what: str) -> None:
+        async def written() -> None:
+            await write()
+
+        await write_until_done(
+            written,
+            within=self._options.outcome_timeout,
+            what=what,
+            # Whatever the SDK raises (refusals, timeouts, lost connections) is worth
+            # another try; MessageTooLarge never is, and reaches the caller at once.
+            retry_on=(Exception,),
+            queue=self._queues.name if self._queues is not None else "",
+        )
