@@ -545,3 +545,52 @@ async def test_a_message_larger_than_the_producer_allows_ends_as_one_truncated_d
         assert handled == ["after-the-huge-one"]
         with pytest.raises(ValueError, match="truncated"):
             await DeadLetters(store, GROUP).redrive_one(letter.id)
+
+
+async def test_records_that_faststream_could_not_parse_still_reach_the_pipeline(
+    kafka_cluster: KafkaCluster, unique_name: str
+) -> None:
+    naming = Naming(unique_name)
+    topic = naming.topic(OrderCreated)
+    handled: list[str] = []
+    router = Router(GROUP)
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def remember(event: OrderCreated, context: MessageContext) -> None:
+        handled.append(context.envelope.key)
+
+    good = order_created(naming, "after-the-odd-ones")
+    type_header = (h.MESSAGE_TYPE, OrderCreated.message_type.encode())
+    odd = {
+        "null-header": (order_created(naming, "null-header").body, [type_header, ("x-null", None)]),
+        "not-utf8-header": (
+            order_created(naming, "not-utf8-header").body,
+            [type_header, ("x-bytes", b"\xff\xfe")],
+        ),
+        "json-that-is-not": (b"{not json", [type_header, ("content-type", b"application/json")]),
+    }
+    async with started(kafka_settings(kafka_cluster, partitions=1), naming) as transport:
+        pipeline = Pipeline(router)
+        await transport.declare(pipeline)
+        producer = AIOKafkaProducer(bootstrap_servers=kafka_cluster.bootstrap_servers)
+        await producer.start()
+        try:
+            for key, (body, headers) in odd.items():
+                await producer.send_and_wait(topic, body, key=key.encode(), headers=headers)
+        finally:
+            await producer.stop()
+        await transport.publish([good])
+        store = transport.dead_letter_store
+
+        async def committed_past_all() -> bool:
+            offset = await committed_offset(kafka_cluster, group_id(naming, GROUP), topic)
+            return offset == len(odd) + 1
+
+        async with running(transport.consumer(pipeline, ConsumerOptions())):
+            await eventually(committed_past_all, within=WAIT, what="offsets move past them")
+        letters = {letter.key: letter for letter in await store.list(GROUP)}
+    # Handled as any record is: the odd headers read with replacements, the body that is
+    # not JSON refused by the contract, each ending where it should, none skipped.
+    assert sorted(handled) == ["after-the-odd-ones", "not-utf8-header", "null-header"]
+    assert list(letters) == ["json-that-is-not"]
+    assert letters["json-that-is-not"].error_type == "UndecodableMessage"

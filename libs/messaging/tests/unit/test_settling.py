@@ -16,6 +16,10 @@ from shop.messaging.outcome import Failure, Retry
 from shop.messaging.settling import too_large_to_retry, write_dead_letter, write_until_done
 
 
+def connection_lost(error: Exception) -> bool:
+    return isinstance(error, ConnectionError)
+
+
 class Flaky:
     def __init__(self, failures: int, error: Exception) -> None:
         self.failures = failures
@@ -30,28 +34,28 @@ class Flaky:
 
 async def test_an_outcome_is_written_once_the_broker_takes_it() -> None:
     write = Flaky(2, ConnectionError("broker away"))
-    await write_until_done(write, within=5, what="a retry", retry_on=(ConnectionError,))
+    await write_until_done(write, within=5, what="a retry", transient=connection_lost)
     assert write.calls == 3
 
 
 async def test_an_outcome_that_keeps_failing_stops_with_the_reason() -> None:
     write = Flaky(1_000, ConnectionError("broker away"))
     with pytest.raises(OutcomeNotWritten, match=r"a dead letter.*broker away"):
-        await write_until_done(write, within=0.5, what="a dead letter", retry_on=(Exception,))
+        await write_until_done(write, within=0.5, what="a dead letter", transient=lambda e: True)
     assert 1 < write.calls < 10
 
 
 async def test_a_message_too_large_is_never_tried_again() -> None:
     write = Flaky(1_000, MessageTooLarge("2 MB"))
     with pytest.raises(MessageTooLarge):
-        await write_until_done(write, within=5, what="a retry", retry_on=(Exception,))
+        await write_until_done(write, within=5, what="a retry", transient=lambda e: True)
     assert write.calls == 1
 
 
 async def test_an_error_not_worth_retrying_reaches_the_caller_at_once() -> None:
     write = Flaky(1_000, KeyError("bug"))
     with pytest.raises(KeyError):
-        await write_until_done(write, within=5, what="a retry", retry_on=(ConnectionError,))
+        await write_until_done(write, within=5, what="a retry", transient=connection_lost)
     assert write.calls == 1
 
 
@@ -91,7 +95,7 @@ async def test_a_dead_letter_too_large_is_cut_until_it_fits_with_its_size_and_di
     assert letter.whole_body_size == len(body)
 
 
-async def test_a_broker_that_refuses_even_an_empty_body_is_an_error() -> None:
+async def test_a_broker_that_refuses_even_the_reason_alone_is_an_error() -> None:
     class Refusing:
         async def write(self, body: bytes, stored: Mapping[str, str]) -> None:
             raise MessageTooLarge("headers alone")
@@ -108,3 +112,46 @@ def test_a_retry_too_large_to_write_becomes_a_dead_letter_that_says_why() -> Non
     assert "2000000 bytes" in letter.failure.error_message
     assert "Timeout: smtp" in letter.failure.error_message
     assert (letter.attempts, letter.first_failure_at) == (3, first)
+
+
+class SizedBroker:
+    """Keeps a record only when its body and headers together fit in ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.kept: list[tuple[bytes, dict[str, str]]] = []
+
+    async def write(self, body: bytes, stored: Mapping[str, str]) -> None:
+        size = len(body) + sum(len(k) + len(v) for k, v in stored.items())
+        if size > self.limit:
+            raise MessageTooLarge(f"{size} bytes")
+        self.kept.append((body, dict(stored)))
+
+
+async def test_a_small_body_under_large_headers_is_cut_too_never_kept_whole_but_flagged() -> None:
+    body = b"x" * 1_000
+    stored = {h.DEAD_LETTER_ERROR_TYPE: "Refused", "x-big": "y" * 1_500}
+    broker = SizedBroker(limit=2_000)
+    await write_dead_letter(broker.write, body, stored)
+    [(kept, written)] = broker.kept
+    assert len(kept) < len(body)
+    assert written["x-big"] == stored["x-big"]
+    assert read_dead_letter("1", kept, written).whole_body_size == len(body)
+
+
+async def test_headers_too_large_alone_are_dropped_and_the_reason_is_kept() -> None:
+    stored = {
+        h.MESSAGE_TYPE: "order.created",
+        h.DEAD_LETTER_ERROR_TYPE: "Refused",
+        h.DEAD_LETTER_ERROR_MESSAGE: "no such product",
+        "x-huge": "y" * 10_000,
+    }
+    broker = SizedBroker(limit=1_000)
+    await write_dead_letter(broker.write, b"x" * 5_000, stored)
+    [(kept, written)] = broker.kept
+    assert kept == b""
+    assert "x-huge" not in written
+    letter = read_dead_letter("1", kept, written)
+    assert (letter.message_type, letter.error_type) == ("order.created", "Refused")
+    assert letter.error_message == "no such product"
+    assert letter.whole_body_size == 5_000

@@ -161,11 +161,15 @@ class Relay:
                 if cleanup is None:
                     # The lead lasts as long as this connection, and so does the cleanup.
                     cleanup = asyncio.create_task(self._cleanup.run())
+                elif cleanup.done():
+                    # It handles database failures itself and ends only on a bug: the
+                    # relay fails with it, loudly, rather than let the table grow.
+                    cleanup.result()
                 if await self._publish_while_leading(connection) == "idle":
                     await self._wait_for_work()
         finally:
             try:
-                if cleanup is not None:
+                if cleanup is not None and not cleanup.done():
                     await _cancel(cleanup)
             finally:
                 self.connected = False

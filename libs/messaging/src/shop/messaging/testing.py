@@ -8,6 +8,7 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from shop.contracts import Envelope, encode
@@ -23,28 +24,33 @@ from shop.messaging.worker import Worker
 UNSCOPED = Naming()
 """Topic names without a namespace: what a transport made with no settings uses."""
 
-SubscriberOutline = tuple[str, str, RetryPolicy, bool, int]
+
+@dataclass(frozen=True, slots=True)
+class SubscriberOutline:
+    """One subscriber as a worker runs it, without its handler."""
+
+    group: str
+    contract_id: str
+    name: str
+    retry: RetryPolicy
+    transactional: bool
+    max_in_flight: int
 
 
-def outline(routers: Iterable[Router]) -> list[tuple[str, list[SubscriberOutline]]]:
-    """What ``routers`` subscribe to, without their handlers: each group with its
-    subscribers' contract id, name, retry policy, transactional flag and ``max_in_flight``.
-    Compares the routers a worker runs with those its service documents."""
+def outline(routers: Iterable[Router]) -> list[SubscriberOutline]:
+    """What ``routers`` subscribe to, without their handlers, in their order. Compares the
+    routers a worker runs with those its service documents."""
     return [
-        (
-            router.group,
-            [
-                (
-                    subscriber.contract.contract_id(),
-                    subscriber.name,
-                    subscriber.retry,
-                    subscriber.transactional,
-                    subscriber.max_in_flight,
-                )
-                for subscriber in router
-            ],
+        SubscriberOutline(
+            group=router.group,
+            contract_id=subscriber.contract.contract_id(),
+            name=subscriber.name,
+            retry=subscriber.retry,
+            transactional=subscriber.transactional,
+            max_in_flight=subscriber.max_in_flight,
         )
         for router in routers
+        for subscriber in router
     ]
 
 

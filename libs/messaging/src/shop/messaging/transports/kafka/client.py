@@ -6,7 +6,8 @@ to say what the transport needs, each such place with a comment saying why.
 
 What leaves this module is typed: partitions as ``(topic, number)`` tuples and records as
 :class:`~shop.messaging.transports.kafka.wire.KafkaRecord`, so that nothing else in the
-package holds a FastStream or aiokafka object.
+package calls FastStream or aiokafka (the broker and the subscribers are shown to whoever
+wants to inspect them, as ``KafkaTransport.broker`` and ``KafkaConsumer.subscriber``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from aiokafka.errors import BrokerResponseError, KafkaError, MessageSizeTooLarge
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, Topic
 from faststream.kafka.annotations import KafkaMessage
+from faststream.kafka.message import FAKE_CONSUMER
+from faststream.kafka.message import KafkaMessage as ParsedMessage
 
 from shop.messaging.errors import MessageTooLarge, MessagingError
 from shop.messaging.settings import KafkaSettings
@@ -52,6 +55,7 @@ _NOT_STARTED: Final = "the Kafka transport is not started"
 Partition = tuple[str, int]
 """(topic, partition), typed, where aiokafka's ``TopicPartition`` would be untyped."""
 Receive = Callable[[KafkaRecord], Awaitable[None]]
+FetchFailed = Callable[[KafkaError], None]
 _Revoked = Callable[[set[Partition]], Awaitable[None]]
 _Assigned = Callable[[set[Partition]], None]
 
@@ -84,10 +88,16 @@ def _too_large(topic: str, body: bytes, error: BaseException) -> MessageTooLarge
 
 class _StructlogForFastStream:
     """FastStream's log lines (its consume loop's errors, its rebalances) in the workers'
-    JSON logs, instead of a text format of its own on the same stdout."""
+    JSON logs, instead of a text format of its own on the same stdout.
+
+    It is also how a consumer hears of a failing fetch: FastStream's consume loop logs a
+    ``KafkaError``, sleeps and fetches again, forever, and says so nowhere else.
+    """
 
     def __init__(self) -> None:
         self._log = structlog.get_logger("faststream")
+        self.fetch_failed: dict[str, FetchFailed] = {}
+        """By consumer group: told of each ``KafkaError`` the group's consume loop logs."""
 
     def log(
         self,
@@ -98,7 +108,31 @@ class _StructlogForFastStream:
         exc_info: Any = None,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
-        self._log.log(level, str(msg), exc_info=exc_info, **dict(extra or {}))
+        fields = dict(extra or {})
+        self._log.log(level, str(msg), exc_info=exc_info, **fields)
+        listener = self.fetch_failed.get(str(fields.get("group_id", "")))
+        if listener is not None and isinstance(exc_info, KafkaError):
+            listener(exc_info)
+
+
+async def _parse(raw: Any) -> ParsedMessage:
+    # FastStream's parser decodes header values strictly: a null or non-UTF-8 value
+    # raises, and its consume loop then skips the record, which a later commit passes.
+    # The consumer reads the record itself (``wire.decode_headers`` replaces what it
+    # cannot decode), so the message carries the record as it came.
+    return ParsedMessage(
+        raw_message=raw,
+        body=raw.value or b"",
+        message_id=f"{raw.offset}-{raw.timestamp}",
+        consumer=FAKE_CONSUMER,  # never acknowledged: offsets are committed explicitly
+    )
+
+
+async def _undecoded(message: ParsedMessage) -> bytes:
+    # FastStream's decoder would parse every body as JSON (and raise on one that is not,
+    # under a JSON content type); the pipeline decodes against the contract itself.
+    body: bytes = message.body
+    return body
 
 
 class KafkaClient:
@@ -108,6 +142,7 @@ class KafkaClient:
     def __init__(self, settings: KafkaSettings) -> None:
         self._settings = settings
         self._broker: KafkaBroker | None = None
+        self._log = _StructlogForFastStream()
 
     @property
     def started(self) -> bool:
@@ -128,7 +163,7 @@ class KafkaClient:
             # is at least once anyway). Order per partition still holds: the client keeps
             # one request in flight per partition.
             log.warning("broker refused an idempotent producer; producing without idempotence")
-        self._broker = await _started_broker(self._settings, idempotent=idempotent)
+        self._broker = await _started_broker(self._settings, self._log, idempotent=idempotent)
 
     async def close(self) -> None:
         broker, self._broker = self._broker, None
@@ -238,11 +273,13 @@ class KafkaClient:
         topics: Sequence[str],
         *,
         receive: Receive,
+        fetch_failed: FetchFailed,
         revoked: _Revoked,
         assigned: _Assigned,
     ) -> GroupMember:
         """A member of ``group_id`` subscribed to ``topics`` (not started yet), handing
-        each record to ``receive``."""
+        each record to ``receive`` and each failed fetch to ``fetch_failed``."""
+        self._log.fetch_failed[group_id] = fetch_failed
         return GroupMember(
             self.broker,
             self._settings,
@@ -272,7 +309,9 @@ async def _idempotence_accepted(settings: KafkaSettings) -> bool:
     return True
 
 
-async def _started_broker(settings: KafkaSettings, *, idempotent: bool) -> KafkaBroker:
+async def _started_broker(
+    settings: KafkaSettings, logger: _StructlogForFastStream, *, idempotent: bool
+) -> KafkaBroker:
     broker = KafkaBroker(
         settings.bootstrap_servers,
         client_id=settings.client_id,
@@ -281,7 +320,7 @@ async def _started_broker(settings: KafkaSettings, *, idempotent: bool) -> Kafka
         request_timeout_ms=settings.request_timeout_ms,
         max_request_size=settings.max_request_size,
         enable_idempotence=idempotent,
-        logger=_StructlogForFastStream(),
+        logger=logger,
         # One log line per message would drown the workers' own: FastStream's access log
         # goes to DEBUG; its warnings and errors still show.
         log_level=logging.DEBUG,
@@ -325,6 +364,8 @@ class GroupMember:
             session_timeout_ms=settings.session_timeout_ms,
             heartbeat_interval_ms=max(settings.session_timeout_ms // 3, 100),
             listener=_Rebalance(revoked, assigned),
+            parser=_parse,
+            decoder=_undecoded,
             # Made and started while the broker runs, stopped with its consumer.
             persistent=False,
         )

@@ -12,6 +12,7 @@ be written within the outcome timeout stops the consumer, and the worker with it
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -22,7 +23,7 @@ import structlog
 from shop.messaging import headers as h
 from shop.messaging.deadletters import dead_letter_headers
 from shop.messaging.dispatch import KeyedDispatcher
-from shop.messaging.errors import MessageTooLarge
+from shop.messaging.errors import MessageTooLarge, OutcomeNotWritten
 from shop.messaging.message import Delivery
 from shop.messaging.naming import Naming
 from shop.messaging.outcome import Ack, Outcome, Retry
@@ -53,6 +54,9 @@ log = structlog.get_logger("shop.messaging")
 
 _COMMIT_INTERVAL: Final = 0.5
 """Seconds between commits of the offsets whose outcomes are durable."""
+_FETCH_FAILURES_APART: Final = 15.0
+"""Fetch errors closer together than this count as one failing stretch (FastStream's
+consume loop sleeps 5 s after each before it fetches again)."""
 _COMMIT_TIMEOUT: Final = 10.0
 """Longest wait for one commit (the client would otherwise wait for the broker forever)."""
 
@@ -116,6 +120,9 @@ class KafkaConsumer(ConsumerLifecycle):
         self._resumes: dict[Partition, asyncio.TimerHandle] = {}
         self._commit_lock = asyncio.Lock()
         self._failure: BaseException | None = None
+        self._failing_since: dict[str, float | None] = {"fetch": None, "commit": None}
+        """When fetching, or committing, began failing without a success since."""
+        self._last_fetch_failure = 0.0
 
     @property
     def subscriber(self) -> object | None:
@@ -128,6 +135,7 @@ class KafkaConsumer(ConsumerLifecycle):
             self._group_id,
             [*self._event_topics, *self._delay_topics],
             receive=self._receive,
+            fetch_failed=self._fetch_failed,
             revoked=self._partitions_revoked,
             assigned=self._partitions_assigned,
         )
@@ -221,6 +229,24 @@ class KafkaConsumer(ConsumerLifecycle):
         self._failure = self._failure or error
         self.stop()
 
+    def _fetch_failed(self, error: KafkaError) -> None:
+        """FastStream's consume loop logged a failed fetch and will try again in 5 s, for
+        ever: fetches that keep failing for the outcome timeout stop the consumer."""
+        now = time.monotonic()
+        if now - self._last_fetch_failure > _FETCH_FAILURES_APART:
+            self._failing_since["fetch"] = None  # a new stretch: the last one ended
+        self._last_fetch_failure = now
+        self._still_failing("fetch", f"could not fetch from Kafka: {error!r}")
+
+    def _still_failing(self, what: str, reason: str) -> None:
+        now = time.monotonic()
+        since = self._failing_since[what]
+        if since is None:
+            self._failing_since[what] = now
+        elif now - since > self._options.outcome_timeout:
+            seconds = self._options.outcome_timeout
+            self._fail(OutcomeNotWritten(f"{reason}, for more than {seconds:g} s"))
+
     # -- holding a delayed message until it is due --------------------------------------
 
     def _hold(self, member: GroupMember, partition: Partition, offset: int, wait: float) -> None:
@@ -248,6 +274,8 @@ class KafkaConsumer(ConsumerLifecycle):
     # -- handling and settling ----------------------------------------------------------
 
     async def _handle(self, delivery: Delivery, progress: _Progress, offset: int) -> None:
+        if self._failure is not None:
+            return  # stopping on a failure: no commit can pass it, so this comes again
         try:
             outcome = await self._pipeline.process(delivery)
             await self._settle(delivery, outcome)
@@ -258,7 +286,7 @@ class KafkaConsumer(ConsumerLifecycle):
             # the restarted consumer gets the message again.
             log.exception("consumer failed on a message; stopping", group=self._group_id)
             self._fail(error)
-            raise
+            return
         progress.completed(offset)
 
     async def _settle(self, delivery: Delivery, outcome: Outcome) -> None:
@@ -297,7 +325,7 @@ class KafkaConsumer(ConsumerLifecycle):
             partial(self._client.send, topic, body, headers, delivery.key),
             within=self._options.outcome_timeout,
             what=f"the outcome of a message to {topic}",
-            retry_on=(KafkaError,),
+            transient=_is_kafka_error,
             source=delivery.source,
         )
 
@@ -322,15 +350,20 @@ class KafkaConsumer(ConsumerLifecycle):
                 and (offset := progress.uncommitted()) is not None
             }
             if not offsets:
+                self._failing_since["commit"] = None
                 return
             try:
                 async with asyncio.timeout(_COMMIT_TIMEOUT):
                     await member.commit(offsets)
             except (KafkaError, TimeoutError) as error:
-                # Not fatal: the next commit carries these offsets, or the new owner of a
-                # revoked partition handles its uncommitted messages again.
+                # Not fatal at once (a rebalance refuses commits for a moment): the next
+                # commit carries these offsets, or the new owner of a revoked partition
+                # handles its uncommitted messages again. Failing for the outcome timeout
+                # stops the consumer: its committed offsets would stall behind a warning.
                 log.warning("could not commit offsets", group=self._group_id, error=repr(error))
+                self._still_failing("commit", f"could not commit offsets: {error!r}")
                 return
+            self._failing_since["commit"] = None
             for partition, offset in offsets.items():
                 progress = self._progress.get(partition)
                 if progress is not None:
@@ -347,6 +380,11 @@ class KafkaConsumer(ConsumerLifecycle):
             # Kept when records of it were already dispatched (see ``_tracked``).
             self._progress.setdefault(partition, _Progress())
         log.info("partitions assigned", group=self._group_id, partitions=len(assigned))
+
+
+def _is_kafka_error(error: Exception) -> bool:
+    # A refusal that lasts (a missing topic, a denied write) ends with the outcome timeout.
+    return isinstance(error, KafkaError)
 
 
 def _serial_key(record: KafkaRecord, delivery: Delivery) -> tuple[str, str]:

@@ -14,10 +14,11 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+import aiohttp
 import structlog
 from aiobotocore.config import AioConfig
 from aiobotocore.session import AioSession
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from shop.messaging.errors import MessageTooLarge, MessagingError
 from shop.messaging.settings import SqsSettings
@@ -29,7 +30,14 @@ from shop.messaging.transports.sqs.wire import (
     read_message,
 )
 
-__all__ = ["BATCH_LIMIT", "MoveTask", "MoveTaskUnavailable", "SqsClient"]
+__all__ = [
+    "BATCH_LIMIT",
+    "MoveTask",
+    "MoveTaskUnavailable",
+    "ReceiptExpired",
+    "SqsClient",
+    "transient",
+]
 
 log = structlog.get_logger("shop.messaging")
 
@@ -52,6 +60,12 @@ _MOVE_TASK_UNSUPPORTED: Final = frozenset(
 _NO_SUCH_QUEUE: Final = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 _NOT_STARTED: Final = "the SQS transport is not started"
 _INVALID_PARAMETER: Final = frozenset({"InvalidParameterValue", "InvalidParameterValueException"})
+_THROTTLED: Final = frozenset(
+    {"Throttling", "ThrottlingException", "RequestThrottled", "KMSThrottlingException"}
+)
+_RECEIPT_GONE: Final = frozenset(
+    {"ReceiptHandleIsInvalid", "MessageNotInflight", "AWS.SimpleQueueService.MessageNotInflight"}
+)
 
 
 class MoveTaskUnavailable(Exception):
@@ -61,6 +75,26 @@ class MoveTaskUnavailable(Exception):
     def __init__(self, reason: str | int) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class ReceiptExpired(MessagingError):
+    """A settling call named a receipt handle that no longer holds its message: its
+    visibility ran out, and SQS gives (or gave) it to a receiver again."""
+
+
+def transient(error: Exception) -> bool:
+    """Worth another try: throttling, a server error, a lost connection or a timeout.
+    A refusal (a missing queue, a denied access) is not: it will be refused again."""
+    if isinstance(error, ClientError):
+        status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+        return _error_code(error) in _THROTTLED or status >= 500
+    return isinstance(error, BotoCoreError | aiohttp.ClientError | OSError | TimeoutError)
+
+
+def _receipt_gone(error: ClientError) -> bool:
+    message = str(error.response.get("Error", {}).get("Message", "")).lower()
+    code = _error_code(error)
+    return code in _RECEIPT_GONE or (code in _INVALID_PARAMETER and "receipt handle" in message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,12 +297,22 @@ class SqsClient:
         return str(response["MessageId"])
 
     async def delete(self, url: str, message: SqsMessage) -> None:
-        await self._sqs.delete_message(QueueUrl=url, ReceiptHandle=message.receipt_handle)
+        try:
+            await self._sqs.delete_message(QueueUrl=url, ReceiptHandle=message.receipt_handle)
+        except ClientError as error:
+            if _receipt_gone(error):
+                raise ReceiptExpired(str(error)) from error
+            raise
 
     async def change_visibility(self, url: str, message: SqsMessage, seconds: int) -> None:
-        await self._sqs.change_message_visibility(
-            QueueUrl=url, ReceiptHandle=message.receipt_handle, VisibilityTimeout=seconds
-        )
+        try:
+            await self._sqs.change_message_visibility(
+                QueueUrl=url, ReceiptHandle=message.receipt_handle, VisibilityTimeout=seconds
+            )
+        except ClientError as error:
+            if _receipt_gone(error):
+                raise ReceiptExpired(str(error)) from error
+            raise
 
     async def delete_many(self, url: str, messages: Sequence[SqsMessage]) -> list[str]:
         """Delete ``messages``; the ids of those SQS refused to delete."""

@@ -27,7 +27,7 @@ from shop.messaging.pipeline import Pipeline
 from shop.messaging.settings import SqsSettings
 from shop.messaging.settling import write_dead_letter, write_until_done
 from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions
-from shop.messaging.transports.sqs.client import SqsClient
+from shop.messaging.transports.sqs.client import ReceiptExpired, SqsClient, transient
 from shop.messaging.transports.sqs.topology import QueueLookup, SqsQueues
 from shop.messaging.transports.sqs.wire import SqsMessage, delivery_of
 
@@ -185,10 +185,20 @@ class SqsConsumer(ConsumerLifecycle):
 
     async def _handle(self, held: _Held) -> None:
         # Cancellation (drain timeout) leaves the message held: it is released afterwards.
+        if self._failure is not None:
+            return  # stopping on a failure: released at the end, for another worker
         outcome = await self._pipeline.process(held.delivery)
-        await self._stop_keeping(held)
         try:
             await self._settle(held, outcome)
+        except ReceiptExpired as error:
+            # Its visibility ran out (a handler slower than the keeper could cover): SQS
+            # has given it to a receiver again, whose outcome counts; nothing to stop for.
+            log.warning(
+                "a message's receipt expired before it was settled; it is delivered again",
+                group=self._group,
+                message_id=held.message.message_id,
+                error=repr(error),
+            )
         except Exception as error:
             # Not deleted, so SQS delivers it again when its visibility timeout ends; but a
             # consumer that cannot settle would only take message after message it cannot
@@ -201,8 +211,12 @@ class SqsConsumer(ConsumerLifecycle):
             )
             self._failure = self._failure or error
             self.stop()
+        finally:
+            await self._stop_keeping(held)
 
     async def _settle(self, held: _Held, outcome: Outcome) -> None:
+        """Make ``outcome`` durable; the message stays hidden meanwhile (its keeper runs
+        until the last write), so that no other receiver gets it while this one settles."""
         assert self._queues is not None  # set before anything is received
         client, queues, message = self._client, self._queues, held.message
         if isinstance(outcome, Ack):
@@ -210,6 +224,8 @@ class SqsConsumer(ConsumerLifecycle):
                 functools.partial(client.delete, queues.url, message), "an ack"
             )
         elif isinstance(outcome, Retry):
+            # Stopped first, so that a late extension cannot undo the retry's visibility.
+            await self._stop_keeping(held)
             visibility = _retry_visibility(outcome.delay)
             await self._until_written(
                 functools.partial(client.change_visibility, queues.url, message, visibility),
@@ -245,8 +261,6 @@ class SqsConsumer(ConsumerLifecycle):
             written,
             within=self._options.outcome_timeout,
             what=what,
-            # Whatever the SDK raises (refusals, timeouts, lost connections) is worth
-            # another try; MessageTooLarge never is, and reaches the caller at once.
-            retry_on=(Exception,),
+            transient=transient,
             queue=self._queues.name if self._queues is not None else "",
         )
