@@ -91,13 +91,17 @@ class _StructlogForFastStream:
     JSON logs, instead of a text format of its own on the same stdout.
 
     It is also how a consumer hears of a failing fetch: FastStream's consume loop logs a
-    ``KafkaError``, sleeps and fetches again, forever, and says so nowhere else.
+    ``KafkaError`` (from the subscriber's own task, with no word of which subscriber),
+    sleeps and fetches again, forever, and says so nowhere else.
     """
 
     def __init__(self) -> None:
         self._log = structlog.get_logger("faststream")
-        self.fetch_failed: dict[str, FetchFailed] = {}
-        """By consumer group: told of each ``KafkaError`` the group's consume loop logs."""
+        self._fetch_failed: dict[Any, FetchFailed] = {}
+
+    def watch(self, subscriber: Any, fetch_failed: FetchFailed) -> None:
+        """Tell ``fetch_failed`` of each ``KafkaError`` that ``subscriber``'s tasks log."""
+        self._fetch_failed[subscriber] = fetch_failed
 
     def log(
         self,
@@ -108,11 +112,13 @@ class _StructlogForFastStream:
         exc_info: Any = None,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
-        fields = dict(extra or {})
-        self._log.log(level, str(msg), exc_info=exc_info, **fields)
-        listener = self.fetch_failed.get(str(fields.get("group_id", "")))
-        if listener is not None and isinstance(exc_info, KafkaError):
-            listener(exc_info)
+        self._log.log(level, str(msg), exc_info=exc_info, **dict(extra or {}))
+        if not isinstance(exc_info, KafkaError):
+            return
+        task = asyncio.current_task()
+        for subscriber, fetch_failed in self._fetch_failed.items():
+            if task in getattr(subscriber, "tasks", ()):
+                fetch_failed(exc_info)
 
 
 async def _parse(raw: Any) -> ParsedMessage:
@@ -279,8 +285,7 @@ class KafkaClient:
     ) -> GroupMember:
         """A member of ``group_id`` subscribed to ``topics`` (not started yet), handing
         each record to ``receive`` and each failed fetch to ``fetch_failed``."""
-        self._log.fetch_failed[group_id] = fetch_failed
-        return GroupMember(
+        member = GroupMember(
             self.broker,
             self._settings,
             group_id,
@@ -289,6 +294,8 @@ class KafkaClient:
             revoked=revoked,
             assigned=assigned,
         )
+        self._log.watch(member.subscriber, fetch_failed)
+        return member
 
 
 async def _idempotence_accepted(settings: KafkaSettings) -> bool:
