@@ -12,13 +12,15 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 PYTEST_ARGS ?=
 
-.PHONY: help install run test lint typecheck contracts pytest format bench bench-relay bench-checkout bench-notify bench-webhook bench-retention clean
+.PHONY: help install run test lint typecheck contracts pytest format bench bench-relay bench-checkout bench-notify bench-webhook bench-retention clean clean-data
 
 help:
-	@echo "make run    start the shop on embedded infrastructure (Ctrl-C stops it)"
+	@echo "make run    start the shop on embedded infrastructure (Ctrl-C stops it);"
+	@echo "           SHOP_TRANSPORT=sqs make run runs it over SNS/SQS instead of Kafka"
 	@echo "make test   lint, type-check, check contracts, run the whole test suite"
 	@echo "make bench  run the benchmarks (figures and their baselines)"
 	@echo "make format apply ruff's formatting and safe fixes"
+	@echo "make clean-data  wipe make run's data (.devstack)"
 
 $(UV):
 	$(PYTHON) -m venv $(TOOLS)
@@ -72,5 +74,9 @@ format: install
 	$(RUN) ruff format .
 	$(RUN) ruff check --fix .
 
-clean:
+# make run keeps its data (databases, e-mails, logs) in .devstack across restarts.
+clean-data:
+	rm -rf .devstack
+
+clean: clean-data
 	rm -rf $(VENV) $(TOOLS) .mypy_cache .pytest_cache .ruff_cache

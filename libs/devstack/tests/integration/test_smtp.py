@@ -1,9 +1,12 @@
+import time
 from email.message import EmailMessage
+from pathlib import Path
 
 import aiosmtplib
 import pytest
 
 from shop.devstack import SmtpSink
+from shop.devstack.smtp import ProviderFaults
 
 
 async def test_an_email_sent_with_aiosmtplib_is_read_back(smtp_sink: SmtpSink):
@@ -51,3 +54,39 @@ async def test_a_bounce_mailbox_is_refused_as_unknown_and_nothing_is_kept(smtp_s
     assert recipient.code == 550
     assert "mailbox unavailable" in recipient.message
     assert smtp_sink.messages == []
+
+
+def small_message() -> EmailMessage:
+    message = EmailMessage()
+    message["From"] = "orders@shop.example"
+    message["To"] = "ayu@example.com"
+    message["Subject"] = "Pesanan diterima"
+    message.set_content("Terima kasih!")
+    return message
+
+
+async def test_injected_faults_make_the_sink_slow_and_failing_until_cleared(smtp_sink: SmtpSink):
+    assert smtp_sink.mail_dir is not None
+    address = smtp_sink.address
+    ProviderFaults(latency=(0.2, 0.3), failure_rate=1.0).write(smtp_sink.mail_dir)
+    try:
+        started = time.monotonic()
+        with pytest.raises(aiosmtplib.SMTPResponseException) as refused:
+            await aiosmtplib.send(small_message(), hostname=address.host, port=address.port)
+        assert refused.value.code == 451  # transient: a sender tries again
+        assert time.monotonic() - started >= 0.2
+        assert smtp_sink.messages == []
+    finally:
+        ProviderFaults.clear(smtp_sink.mail_dir)
+    await aiosmtplib.send(small_message(), hostname=address.host, port=address.port)
+    assert len(await smtp_sink.wait_for_async(1)) == 1
+
+
+def test_faults_are_read_back_and_a_bad_file_means_none(tmp_path: Path):
+    faults = ProviderFaults(latency=(0.3, 3.0), failure_rate=0.2)
+    faults.write(tmp_path)
+    assert ProviderFaults.read(tmp_path) == faults
+    (tmp_path / ProviderFaults.FILE).write_text("{not json")
+    assert ProviderFaults.read(tmp_path) == ProviderFaults()
+    with pytest.raises(ValueError, match="failure_rate"):
+        ProviderFaults(failure_rate=2)

@@ -14,7 +14,14 @@ from rich.console import Console
 from rich.table import Table
 
 from shop.devstack.errors import DevstackError
-from shop.devstack.procfile import Placeholders, ShopProcess, ShopProcesses, load
+from shop.devstack.procfile import (
+    TRANSPORTS,
+    Placeholders,
+    Procfile,
+    ShopProcess,
+    ShopProcesses,
+    load,
+)
 from shop.devstack.settings import DevstackSettings
 from shop.devstack.stack import Devstack, Endpoints
 
@@ -42,10 +49,8 @@ def _describe(endpoints: Endpoints) -> Table:
     return table
 
 
-def _start_processes(procfile: Path, endpoints: Endpoints, workdir: Path) -> ShopProcesses:
-    processes = ShopProcesses(
-        load(procfile, Placeholders(endpoints)), workdir, base_env=dict(os.environ)
-    )
+def _start_processes(procfile: Procfile, workdir: Path) -> ShopProcesses:
+    processes = ShopProcesses(procfile.processes, workdir, base_env=dict(os.environ))
     try:
         processes.start()
     except BaseException:
@@ -69,8 +74,17 @@ def up(
         Path | None,
         typer.Option(help="Also run the shop's processes this TOML file describes."),
     ] = None,
+    transport: Annotated[
+        str,
+        typer.Option(
+            envvar="SHOP_TRANSPORT",
+            help=f"The bus the shop's processes use: {' or '.join(TRANSPORTS)}.",
+        ),
+    ] = "kafka",
 ) -> None:
     """Start every part, print where it listens, stop them all on Ctrl-C or SIGTERM."""
+    if transport not in TRANSPORTS:
+        raise typer.BadParameter(f"--transport must be {' or '.join(TRANSPORTS)}, not {transport}")
     settings = DevstackSettings()
     if workdir is not None:
         settings = settings.model_copy(update={"workdir": workdir.resolve()})
@@ -93,8 +107,15 @@ def up(
     try:
         console.print(_describe(endpoints))
         if procfile is not None:
-            processes = _start_processes(procfile, endpoints, stack.workdir)
+            loaded = load(procfile, Placeholders(endpoints, stack.workdir), transport=transport)
+            shop_env = loaded.write_shop_env(stack.workdir)
+            processes = _start_processes(loaded, stack.workdir)
             console.print(_describe_processes(processes.processes))
+            console.print(f"bus: {transport}; settings for shopctl and the console: {shop_env}")
+            if loaded.try_commands:
+                console.print("try:", highlight=False)
+                for command in loaded.try_commands:
+                    console.print(f"  {command}", highlight=False, soft_wrap=True)
         console.print(READY_LINE, highlight=False)
         while not stop_requested.wait(0.5):
             pass

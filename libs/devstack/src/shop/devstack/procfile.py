@@ -3,10 +3,17 @@
 A procfile (TOML) names each process, its command, its environment and the commands that
 prepare it (migrations, seed data). Values may name what the devstack started:
 
-``{python}``, ``{postgres_url}``, ``{database_url:NAME}`` (the database NAME, created if
-missing), ``{kafka_bootstrap}``, ``{aws_url}``, ``{aws_region}``, ``{smtp_host}``,
-``{smtp_port}``, ``{mail_dir}``, ``{port:NAME}`` (a free port, the same for every use of
-NAME in one run), ``{port:NAME=8001}`` (8001 when it is free, else any free port).
+``{python}``, ``{workdir}``, ``{postgres_url}``, ``{database_url:NAME}`` (the database NAME,
+created if missing), ``{kafka_bootstrap}``, ``{aws_url}``, ``{aws_region}``,
+``{aws_access_key_id}``, ``{aws_secret_access_key}``, ``{smtp_host}``, ``{smtp_port}``,
+``{mail_dir}``, ``{port:NAME}`` (a free port, the same for every use of NAME in one run),
+``{port:NAME=8001}`` (8001 when it is free, else any free port).
+
+The bus is chosen per run: ``[messaging.kafka]`` and ``[messaging.sqs]`` hold the settings
+of each transport, and a process with ``messaging_prefix = "SHOP_ORDER_MESSAGING__"`` gets
+those of the chosen one under its prefix. ``[shop_env]`` (with a ``messaging_prefix`` too)
+is written to ``shop.env`` in the workdir, for the tools that reach the running shop from
+outside (``shopctl``, the console). ``try`` lists commands printed once all is ready.
 
 The devstack knows nothing of the services: it only runs what the file says.
 """
@@ -44,8 +51,9 @@ class ShopProcess:
 class Placeholders:
     """Values for ``{…}`` in a procfile, from the running devstack."""
 
-    def __init__(self, endpoints: Endpoints) -> None:
+    def __init__(self, endpoints: Endpoints, workdir: Path) -> None:
         self.endpoints = endpoints
+        self.workdir = workdir
         self.ports: dict[str, int] = {}
         self.databases: set[str] = set()
 
@@ -56,10 +64,13 @@ class Placeholders:
         endpoints = self.endpoints
         simple = {
             "python": sys.executable,
+            "workdir": str(self.workdir),
             "postgres_url": endpoints.postgres.url(),
             "kafka_bootstrap": endpoints.kafka.bootstrap_servers,
             "aws_url": endpoints.aws.url or "",
             "aws_region": endpoints.aws.region,
+            "aws_access_key_id": endpoints.aws.access_key_id,
+            "aws_secret_access_key": endpoints.aws.secret_access_key,
             "smtp_host": endpoints.smtp.host,
             "smtp_port": str(endpoints.smtp.port),
             "mail_dir": str(endpoints.mail_dir),
@@ -86,26 +97,63 @@ class Placeholders:
             self.databases.add(name)
 
 
-def load(path: Path, placeholders: Placeholders) -> list[ShopProcess]:
+TRANSPORTS = ("kafka", "sqs")
+SHOP_ENV_FILE = "shop.env"
+
+
+@dataclass(frozen=True)
+class Procfile:
+    """A procfile read for one run: its processes, the environment of the tools that reach
+    the shop from outside, and the commands to try."""
+
+    processes: list[ShopProcess]
+    shop_env: dict[str, str]
+    try_commands: list[str]
+
+    def write_shop_env(self, workdir: Path) -> Path:
+        """``shop.env`` in ``workdir``: one ``NAME=value`` a line."""
+        path = workdir / SHOP_ENV_FILE
+        path.write_text("".join(f"{name}={value}\n" for name, value in self.shop_env.items()))
+        return path
+
+
+def load(path: Path, placeholders: Placeholders, *, transport: str = "kafka") -> Procfile:
     try:
         document = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise DevstackError(f"procfile {path}: {error}") from error
+    messaging = document.get("messaging", {})
+    if messaging and transport not in messaging:
+        raise DevstackError(
+            f"procfile {path}: no [messaging.{transport}] (it has {', '.join(messaging)})"
+        )
+    bus = {key: str(value) for key, value in messaging.get(transport, {}).items()}
+
+    def environment(spec: dict[str, object]) -> dict[str, str]:
+        env = dict(spec.get("env", {}))  # type: ignore[call-overload]
+        prefix = spec.get("messaging_prefix")
+        if prefix:
+            env.update({f"{prefix}{key}": value for key, value in bus.items()})
+        return {key: placeholders.resolve(str(value)) for key, value in env.items()}
+
     processes = []
     for name, spec in document.get("process", {}).items():
-        env = {key: placeholders.resolve(str(value)) for key, value in spec.get("env", {}).items()}
         ready_port = spec.get("ready_port")
         processes.append(
             ShopProcess(
                 name=name,
                 argv=[placeholders.resolve(part) for part in spec["command"]],
-                env=env,
+                env=environment(spec),
                 setup=[[placeholders.resolve(p) for p in step] for step in spec.get("setup", [])],
                 ready_port=int(placeholders.resolve(str(ready_port))) if ready_port else None,
                 url=placeholders.resolve(spec["url"]) if "url" in spec else None,
             )
         )
-    return processes
+    return Procfile(
+        processes=processes,
+        shop_env=environment(document.get("shop_env", {})),
+        try_commands=[placeholders.resolve(str(c)) for c in document.get("try", [])],
+    )
 
 
 class ShopProcesses:

@@ -1,0 +1,151 @@
+"""``make run``'s command as a test runs it: ``python -m shop.devstack up`` with the shop's
+procfile, on the transport asked for, in a folder of the test's own. It yields where each
+part listens (from the ``shop.env`` it writes for the tools) and, on the way out, stops it
+with SIGTERM and checks that it exited 0 and left no process behind."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import typer
+
+from shop.devstack.testing import wait_for_ready
+from shop.payment import gateway
+from shop.payment.settings import PaymentSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def http(
+    method: str, url: str, body: object = None, headers: dict[str, str] | None = None
+) -> tuple[int, str]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return reply.status, reply.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def until(check: Callable[[], bool], what: str, within: float = 90) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+@dataclass(frozen=True)
+class RunningShop:
+    workdir: Path
+    banner: str
+    env: dict[str, str]
+    """``shop.env``: where shopctl and the console find each part."""
+    process_env: dict[str, str]
+
+    @property
+    def order_api(self) -> str:
+        return self.env["SHOP_OPS_ORDER_API_URL"]
+
+    @property
+    def mail_dir(self) -> Path:
+        return Path(self.env["SHOP_OPS_MAIL_DIR"])
+
+    def log(self, process: str) -> str:
+        return (self.workdir / "logs" / f"{process}.log").read_text(errors="replace")
+
+    def customer_token(self) -> str:
+        return subprocess.run(
+            [sys.executable, "-m", "shop.order", "token"],
+            capture_output=True, text=True, check=True, cwd=ROOT, env=self.process_env,
+        ).stdout.strip()  # fmt: skip
+
+    def checkout(self, token: str, sku: str, quantity: int = 1) -> dict[str, object]:
+        status, body = http(
+            "POST",
+            f"{self.order_api}/v1/orders",
+            {"items": [{"sku": sku, "quantity": quantity}]},
+            {
+                "Authorization": f"Bearer {token}",
+                "Idempotency-Key": str(uuid.uuid4()),
+                "Content-Type": "application/json",
+            },
+        )
+        assert status == 201, body
+        return dict(json.loads(body))
+
+    def order_status(self, token: str, order: dict[str, object]) -> str:
+        _, body = http(
+            "GET",
+            f"{self.order_api}/v1/orders/{order['id']}",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        return str(json.loads(body)["status"])
+
+    def gateway_pays(self, order: dict[str, object]) -> bool:
+        """The development gateway notifies payment-service that ``order`` is paid; False
+        while payment-service has not opened the payment yet."""
+        settings = PaymentSettings(database_url=self.env["SHOP_OPS_PAYMENT_DATABASE_URL"])
+        try:
+            found = gateway.find_order(settings, str(order["number"]))
+        except typer.BadParameter:
+            return False  # its OrderCreated has not reached payment-service yet
+        sequence = gateway.notices(
+            settings,
+            found,
+            fmt=gateway.Format.SHOP,
+            amount=found.amount,
+            fail=False,
+            times=1,
+            out_of_order=False,
+        )
+        url = self.env["SHOP_OPS_PAYMENT_API_URL"]
+        answers = asyncio.run(gateway.send(url, sequence, concurrently=False))
+        return all(status == 200 for _, status, _ in answers)
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        name, _, value = line.partition("=")
+        env[name] = value
+    return env
+
+
+@contextmanager
+def running_shop(
+    workdir: Path, transport: str, extra_env: dict[str, str] | None = None
+) -> Iterator[RunningShop]:
+    """``make run`` on ``transport``, in ``workdir``; stopped with SIGTERM at the end."""
+    env = {**os.environ, "COLUMNS": "200", "SHOP_TRANSPORT": transport, **(extra_env or {})}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "shop.devstack", "up", "--workdir", str(workdir),
+         "--procfile", str(ROOT / "devstack.toml")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env,
+    )  # fmt: skip
+    children: list[psutil.Process] = []
+    try:
+        banner = wait_for_ready(process)
+        children = psutil.Process(process.pid).children(recursive=True)
+        assert f"bus: {transport}" in banner, banner
+        yield RunningShop(workdir, banner, read_env_file(workdir / "shop.env"), env)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=90)
+        _, alive = psutil.wait_procs(children, timeout=20)
+        assert alive == [], f"left running: {[p.pid for p in alive]}"
+    assert code == 0
