@@ -31,6 +31,12 @@ $(VENV)/.synced: $(UV) uv.lock pyproject.toml
 	$(UV) sync --locked --all-packages --python $(PYTHON)
 	@touch $@
 
+# The console's browser tests drive Debian's Chromium (Playwright's browser downloads are
+# not used); installed as root, as on the CI machine.
+CHROMIUM := /usr/bin/chromium
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core
+
 install: $(VENV)/.synced
 
 run: install
@@ -47,7 +53,7 @@ contracts: install
 	$(RUN) python -m shop.contracts check
 	$(RUN) python -m shop.messaging.asyncapi check
 
-pytest: install
+pytest: install $(CHROMIUM)
 	$(RUN) pytest $(PYTEST_ARGS)
 
 test: lint typecheck contracts pytest

@@ -74,16 +74,21 @@ class RunningShop:
             capture_output=True, text=True, check=True, cwd=ROOT, env=self.process_env,
         ).stdout.strip()  # fmt: skip
 
-    def checkout(self, token: str, sku: str, quantity: int = 1) -> dict[str, object]:
+    def checkout(
+        self, token: str, sku: str, quantity: int = 1, *, traceparent: str | None = None
+    ) -> dict[str, object]:
+        headers = {
+            "Authorization": f"Bearer {token}",
+            "Idempotency-Key": str(uuid.uuid4()),
+            "Content-Type": "application/json",
+        }
+        if traceparent is not None:
+            headers["traceparent"] = traceparent  # as a traced frontend would send it
         status, body = http(
             "POST",
             f"{self.order_api}/v1/orders",
             {"items": [{"sku": sku, "quantity": quantity}]},
-            {
-                "Authorization": f"Bearer {token}",
-                "Idempotency-Key": str(uuid.uuid4()),
-                "Content-Type": "application/json",
-            },
+            headers,
         )
         assert status == 201, body
         return dict(json.loads(body))

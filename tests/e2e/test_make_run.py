@@ -1,9 +1,11 @@
 """What ``make run`` starts, driven as a person would, on either bus: the shop comes up on
 embedded infrastructure, takes 20 orders over HTTP, the gateway pays each, every order gets
-its confirmation and its receipt, and SIGTERM stops it all without orphans."""
+its confirmation and its receipt, and SIGTERM stops it all without orphans; and
+``shopctl demo``'s traffic completes, also against a slow provider failing 30 % of sends."""
 
 from __future__ import annotations
 
+import asyncio
 import email
 import email.policy
 import json
@@ -13,9 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from shop.messaging.tracing import read_spans
+from shop.ops.demo import run_demo
+from shop.ops.settings import OpsSettings
+
 from .shop_stack import http, running_shop, until
 
 ORDERS = 20
+TRACE_ID = "5e1f" * 8
 SKUS = ["SUN-SPF50-50", "SERUM-NIA-30", "CLEANSER-GEL-150", "MOIST-GEL-50"]
 
 
@@ -64,3 +71,46 @@ def test_twenty_orders_are_paid_and_each_gets_both_emails(tmp_path: Path, transp
         seen = subjects(shop.mail_dir)
         duplicates = {subject: n for subject, n in seen.items() if n > 1}
         assert duplicates == {}, "each e-mail is sent once"
+
+        # One order's trace, begun by the frontend's traceparent, crosses the processes.
+        traced = shop.checkout(token, SKUS[0], traceparent=f"00-{TRACE_ID}-{'1' * 16}-01")
+
+        def processes_in_trace() -> set[tuple[str, int]]:
+            spans = read_spans(shop.workdir / "traces", trace_id=TRACE_ID)
+            return {(span.service, span.pid) for span in spans}
+
+        until(lambda: len(processes_in_trace()) >= 4, f"{traced['number']}'s trace in 4 processes")
+        services = {service for service, _ in processes_in_trace()}
+        assert {"order-service", "notification-service", "payment-service"} <= services
+
+
+@pytest.mark.parametrize(
+    ("transport", "orders", "email_failure"), [("kafka", 200, None), ("sqs", 100, 0.3)]
+)
+def test_shopctl_demo_completes_every_order_even_with_a_failing_provider(
+    tmp_path: Path,
+    transport: str,
+    orders: int,
+    email_failure: float | None,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with running_shop(tmp_path / "stack", transport) as shop:
+        monkeypatch.setenv("SHOP_OPS_ENV_FILE", str(shop.workdir / "shop.env"))
+        summary = asyncio.run(
+            run_demo(
+                OpsSettings(),
+                orders=orders,
+                concurrency=16,
+                email_failure=email_failure,
+                email_latency=(0.05, 0.3) if email_failure else None,
+                within=240,
+            )
+        )
+        assert summary.complete, summary.problems
+        assert (summary.placed, summary.paid) == (orders, orders)
+        assert (summary.confirmations, summary.receipts) == (orders, orders)
+        assert summary.dead_letters == 0
+        if email_failure:
+            assert summary.retries > 0, "the failing provider made the worker retry"
+        assert summary.checkout is not None
+        assert summary.checkout.count == orders

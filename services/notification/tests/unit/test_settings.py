@@ -47,3 +47,13 @@ def test_production_on_a_broker_with_a_namespace_starts() -> None:
     assert (
         NotificationSettings(environment="production", messaging=messaging).messaging == messaging
     )
+
+
+def test_tracing_is_off_by_default_and_set_by_its_variables(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert NotificationSettings().tracing.exporter == "none"
+    monkeypatch.setenv("SHOP_NOTIFICATION_TRACING__EXPORTER", "file")
+    monkeypatch.setenv("SHOP_NOTIFICATION_TRACING__FILE_DIR", str(tmp_path))
+    tracing = NotificationSettings().tracing
+    assert (tracing.exporter, tracing.file_dir) == ("file", tmp_path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import SecretStr, ValidationError
 
@@ -48,3 +50,13 @@ def test_production_refuses_the_memory_transport_and_a_missing_namespace(
 def test_development_and_tests_keep_the_defaults() -> None:
     assert OrderSettings().messaging.transport == "memory"
     assert OrderSettings(environment="test").messaging.namespace == ""
+
+
+def test_tracing_is_off_by_default_and_set_by_its_variables(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert OrderSettings().tracing.exporter == "none"
+    monkeypatch.setenv("SHOP_ORDER_TRACING__EXPORTER", "file")
+    monkeypatch.setenv("SHOP_ORDER_TRACING__FILE_DIR", str(tmp_path))
+    tracing = OrderSettings().tracing
+    assert (tracing.exporter, tracing.file_dir) == ("file", tmp_path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import SecretStr, ValidationError
 
@@ -36,3 +38,13 @@ def test_secrets_never_show_in_the_settings_repr() -> None:
     settings = PaymentSettings(webhook_secrets=[SecretStr("whsec_very-secret")])
 
     assert "whsec_very-secret" not in repr(settings)
+
+
+def test_tracing_is_off_by_default_and_set_by_its_variables(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    assert PaymentSettings().tracing.exporter == "none"
+    monkeypatch.setenv("SHOP_PAYMENT_TRACING__EXPORTER", "file")
+    monkeypatch.setenv("SHOP_PAYMENT_TRACING__FILE_DIR", str(tmp_path))
+    tracing = PaymentSettings().tracing
+    assert (tracing.exporter, tracing.file_dir) == ("file", tmp_path)

@@ -1,4 +1,5 @@
-"""Structured JSON logs for workers: one line per event, with the message's ids bound."""
+"""Structured JSON logs for workers and APIs: one line per event, with the message's ids
+bound and the current span's ``trace_id`` and ``span_id``."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
+from opentelemetry import trace
 
 _EMAIL = re.compile(r"(?P<first>[^@\s\"']{1,2})[^@\s\"']*@(?P<domain>[^\s\"']+)")
 _NOT_ADDRESSES = frozenset({"message_id"})
@@ -25,6 +27,17 @@ def mask_emails(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapp
     return event
 
 
+def add_trace_ids(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """``trace_id`` and ``span_id`` of the span current where the line is logged (the
+    request's, the handler's, the e-mail's), so that a line leads to its trace. Outside any
+    trace the line keeps what was bound, if anything."""
+    context = trace.get_current_span().get_span_context()
+    if context.is_valid:
+        event["trace_id"] = f"{context.trace_id:032x}"
+        event["span_id"] = f"{context.span_id:016x}"
+    return event
+
+
 def configure_logging(*, level: str = "INFO", json: bool = True) -> None:
     """JSON lines on stdout (or readable text for a developer's terminal)."""
     renderer: Any = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer()
@@ -32,6 +45,7 @@ def configure_logging(*, level: str = "INFO", json: bool = True) -> None:
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
+            add_trace_ids,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
             mask_emails,

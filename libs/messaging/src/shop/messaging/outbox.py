@@ -18,6 +18,7 @@ from shop.contracts import Contract, Envelope, encode, wrap
 from shop.messaging import headers
 from shop.messaging.context import current_envelope
 from shop.messaging.schema import OUTBOX_CHANNEL
+from shop.messaging.tracing import current_traceparent
 
 OUTBOX_COLUMNS: Final = "event_id, key, message_type, headers, body, due_at"
 """The columns a writer fills, in the order of :func:`outbox_row` (then ``due_at``): for a
@@ -103,9 +104,12 @@ async def add(
 ) -> Envelope[Contract]:
     """Add ``event`` to the outbox inside ``session``'s transaction; return its envelope.
 
-    A bare event is wrapped here (``key`` is then required). Inside a handler the new
-    envelope names the handled message as its cause and inherits its correlation id and
-    trace context, so a whole checkout can be followed across services. ``due_at`` makes
+    A bare event is wrapped here (``key`` is then required). Its ``traceparent`` is the
+    current span's (the request's, or the handler's: the relay's and the consumers' spans
+    become its children), unless given. Inside a handler the new envelope names the
+    handled message as its cause and inherits its correlation id (and, when no span is
+    recorded, the handled message's trace context), so a whole checkout can be followed
+    across services. ``due_at`` makes
     it a scheduled message: committed now, published by the relay once it is due, however
     often the processes restart meanwhile.
     """
@@ -120,7 +124,8 @@ async def add_on_connection(
 ) -> list[Envelope[Contract]]:
     """:func:`add` for code that runs its transaction on an asyncpg connection directly (a
     hot path that skips the ORM): the same rows and NOTIFY, all in one statement, in the
-    connection's transaction."""
+    connection's transaction. The envelopes are stamped with the current span's
+    ``traceparent``, as by :func:`add`."""
     if not items:
         raise ValueError("add_on_connection needs at least one item")
     envelopes = [_envelope(item.message, item.key, None, None) for item in items]
@@ -139,6 +144,27 @@ async def add_on_connection(
     return envelopes
 
 
+def new_envelope(
+    event: Contract,
+    *,
+    key: str,
+    correlation_id: str | None = None,
+    traceparent: str | None = None,
+) -> Envelope[Contract]:
+    """``event`` in the envelope :func:`add` would write: its cause the message being handled
+    (if any), its ``traceparent`` the current span's (unless given). For a hot path that
+    writes its outbox row inside a statement of its own (with :func:`outbox_row`)."""
+    return wrap(
+        event,
+        key=key,
+        correlation_id=correlation_id,
+        # The span current here (a handler's is a child of the handled message's trace);
+        # with no span, wrap() falls back on the cause's traceparent.
+        traceparent=traceparent or current_traceparent(),
+        causation=current_envelope(),
+    )
+
+
 def _envelope(
     event: Contract | Envelope[Contract],
     key: str | None,
@@ -149,10 +175,4 @@ def _envelope(
         return event
     if key is None:
         raise ValueError("key (the aggregate id) is required to publish a bare event")
-    return wrap(
-        event,
-        key=key,
-        correlation_id=correlation_id,
-        traceparent=traceparent,
-        causation=current_envelope(),
-    )
+    return new_envelope(event, key=key, correlation_id=correlation_id, traceparent=traceparent)

@@ -18,6 +18,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.contracts import Contract, ContractError, Envelope, decode
+from shop.messaging import tracing
 from shop.messaging.context import MessageContext, handling
 from shop.messaging.errors import NoSubscriber, PermanentError
 from shop.messaging.message import Delivery
@@ -52,8 +53,11 @@ class Pipeline:
         sessions: async_sessionmaker[AsyncSession] | None = None,
         time_scale: float = 1.0,
         observers: list[OutcomeObserver] | None = None,
+        system: str | None = None,
     ) -> None:
+        """``system``: the transport's name, for the spans (the worker gives it)."""
         self.router = router
+        self.system = system
         self.group = router.group
         self.sessions = sessions
         self.observers = list(observers or [])
@@ -73,25 +77,34 @@ class Pipeline:
     async def process(self, delivery: Delivery) -> Outcome:
         started = time.perf_counter()
         subscriber: Subscriber | None = None
-        envelope: Envelope[Contract] | None = None
-        try:
-            envelope = decode(delivery.body)
-            subscriber = self.router.for_type(envelope.type)
-            if subscriber is None:
-                raise NoSubscriber(self.group, envelope.type)
-            if not isinstance(envelope.payload, subscriber.contract):
-                raise PermanentError(
-                    f"{subscriber.name} handles {subscriber.contract.contract_id()}, "
-                    f"not {envelope.type}.v{envelope.version}"
-                )
-            async with self._slots[subscriber.message_type]:
-                outcome: Outcome = await self._handle(subscriber, envelope, delivery)
-        except (ContractError, PermanentError) as error:
-            outcome = self._dead_letter(delivery, error)
-        except Exception as error:  # every unexpected failure is transient by design
-            policy = self._policies.get(envelope.type) if envelope else None
-            outcome = self._retry_or_give_up(delivery, error, policy or RetryPolicy())
-        self._report(delivery, subscriber, envelope, outcome, time.perf_counter() - started)
+        decoded = _decode(delivery.body)
+        envelope = None if isinstance(decoded, Exception) else decoded
+        # The CONSUMER span: a child of the envelope's traceparent, current while the
+        # handler runs (so what it publishes and logs belongs to the same trace).
+        with tracing.consuming(delivery, envelope, group=self.group, system=self.system) as span:
+            try:
+                if isinstance(decoded, Exception):
+                    raise decoded  # a body that is no envelope: its outcome is decided below
+                envelope = decoded
+                subscriber = self.router.for_type(envelope.type)
+                if subscriber is None:
+                    raise NoSubscriber(self.group, envelope.type)
+                if not isinstance(envelope.payload, subscriber.contract):
+                    raise PermanentError(
+                        f"{subscriber.name} handles {subscriber.contract.contract_id()}, "
+                        f"not {envelope.type}.v{envelope.version}"
+                    )
+                async with self._slots[subscriber.message_type]:
+                    outcome: Outcome = await self._handle(subscriber, envelope, delivery)
+            except (ContractError, PermanentError) as error:
+                outcome = self._dead_letter(delivery, error)
+            except Exception as error:  # every unexpected failure is transient by design
+                policy = self._policies.get(envelope.type) if envelope else None
+                outcome = self._retry_or_give_up(delivery, error, policy or RetryPolicy())
+            tracing.record_outcome(
+                span, outcome, subscriber_id=self.subscriber_id(subscriber) if subscriber else None
+            )
+            self._report(delivery, subscriber, envelope, outcome, time.perf_counter() - started)
         return outcome
 
     async def _handle(
@@ -104,7 +117,7 @@ class Pipeline:
             correlation_id=envelope.correlation_id,
             message_type=envelope.type,
             attempt=delivery.attempt,
-            trace_id=_trace_id(envelope.traceparent),
+            **tracing.log_ids(),
         )
         with (
             handling(envelope),
@@ -200,5 +213,9 @@ class Pipeline:
             observer(record)
 
 
-def _trace_id(traceparent: str | None) -> str | None:
-    return traceparent.split("-")[1] if traceparent else None
+def _decode(body: bytes) -> Envelope[Contract] | Exception:
+    """The envelope, or why there is none (raised where the outcome is decided)."""
+    try:
+        return decode(body)
+    except Exception as error:
+        return error

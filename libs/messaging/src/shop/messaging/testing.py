@@ -11,6 +11,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
 from shop.contracts import Envelope, encode
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
@@ -20,6 +25,8 @@ from shop.messaging.settings import KafkaSettings, MessagingSettings
 from shop.messaging.subscriber import Router
 from shop.messaging.transports import Transport, create_transport
 from shop.messaging.worker import Worker
+
+_recorded: InMemorySpanExporter | None = None
 
 UNSCOPED = Naming()
 """Topic names without a namespace: what a transport made with no settings uses."""
@@ -147,3 +154,22 @@ async def running(worker: Worker, *, start_within: float = 60.0) -> AsyncIterato
     finally:
         worker.stop()
         await task
+
+
+def recording_spans() -> InMemorySpanExporter:
+    """The spans this test process finishes from now on, in memory (emptied at each call).
+
+    A process has one TracerProvider, set once: the first call sets one that keeps spans in
+    memory (or adds the memory to the one already set), and tracing is on for the rest of
+    the test run. ``get_finished_spans()`` gives the spans, in the order they ended."""
+    global _recorded  # noqa: PLW0603  # one per process, as the TracerProvider is
+    if _recorded is None:
+        exporter = InMemorySpanExporter()
+        provider = trace.get_tracer_provider()
+        if not isinstance(provider, TracerProvider):
+            provider = TracerProvider()
+            trace.set_tracer_provider(provider)
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        _recorded = exporter
+    _recorded.clear()
+    return _recorded

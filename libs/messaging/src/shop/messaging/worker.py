@@ -54,6 +54,7 @@ class Worker:
                 sessions=sessions,
                 time_scale=settings.time_scale,
                 observers=[self.metrics.observe, *observers],
+                system=transport.name,
             )
             for router in routers
         ]

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from shop.database import create_engine, session_factory
 from shop.messaging import Worker, create_transport
 from shop.messaging.logging import configure_logging
+from shop.messaging.tracing import configure_tracing
 from shop.notification.adapters.faults import FaultyEmailSender
 from shop.notification.adapters.sent_log import SqlSentLog
 from shop.notification.adapters.smtp import SmtpEmailSender
+from shop.notification.adapters.tracing import TracedEmailSender
 from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
 from shop.notification.handlers import build_router
 from shop.notification.ports import EmailSender
 from shop.notification.service_layer.notifier import Notifier, message_id_domain
 from shop.notification.settings import NotificationSettings
+
+SERVICE: Final = "notification-service"
+"""``service.name`` of its spans."""
 
 
 def build_sender(settings: NotificationSettings) -> EmailSender:
@@ -32,13 +39,15 @@ def build_worker(
     """Consumes the order events and sends their e-mails (``sender`` replaces the
     configured provider, for tests that need to watch the sends)."""
     configure_logging(json=settings.log_json)
+    configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
     # A check and a mark per e-mail, each a moment long: a few connections serve many
     # sends in flight.
     engine = create_engine(settings.database_url, pool_size=min(settings.max_in_flight, 10))
     shop = ShopIdentity(**settings.shop.model_dump())
     notifier = Notifier(
         SqlSentLog(session_factory(engine)),
-        sender or build_sender(settings),
+        # Outermost, so that its CLIENT span covers the provider's whole latency.
+        TracedEmailSender(sender or build_sender(settings)),
         EmailRenderer(shop),
         InvoiceRenderer(shop),
         message_id_domain=message_id_domain(settings.smtp.sender),

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, FilePath, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings
+from shop.messaging.tracing import TracingSettings
 
 
 class SmtpSettings(BaseModel):
@@ -86,6 +87,8 @@ class NotificationSettings(BaseSettings):
     worker_health_port: int = 9103
     log_json: bool = True
     messaging: MessagingSettings = Field(default_factory=MessagingSettings)
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
+    """Spans of the worker (``SHOP_NOTIFICATION_TRACING__EXPORTER``: none, otlp, console, file)."""
 
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:

@@ -4,18 +4,24 @@ handlers through :func:`shop.order.handlers.build_router`."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shop.database import create_engine, session_factory
 from shop.messaging import Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
+from shop.messaging.tracing import configure_tracing
 from shop.order.adapters.checkout import AsyncpgCheckoutStore
 from shop.order.adapters.orders import SqlOrderStore
 from shop.order.api.app import create_app
 from shop.order.handlers import build_router
 from shop.order.ports import Stores
 from shop.order.settings import OrderSettings
+
+SERVICE: Final = "order-service"
+"""``service.name`` of its spans."""
 
 
 def postgres_stores(engine: AsyncEngine) -> Stores:
@@ -30,6 +36,7 @@ def postgres_stores(engine: AsyncEngine) -> Stores:
 
 def build_app(settings: OrderSettings, *, stores: Stores | None = None) -> FastAPI:
     configure_logging(json=settings.log_json)
+    configure_tracing(settings.tracing, service_name=SERVICE, process_kind="api")
     if stores is None:
         stores = postgres_stores(
             create_engine(settings.database_url, pool_size=settings.db_pool_size)
@@ -40,6 +47,7 @@ def build_app(settings: OrderSettings, *, stores: Stores | None = None) -> FastA
 def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> Worker:
     """Consumes PaymentReceived and, unless turned off, relays the outbox."""
     configure_logging(json=settings.log_json)
+    configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
     engine = create_engine(settings.database_url, pool_size=4)
     stores = postgres_stores(engine)
     transport = create_transport(settings.messaging)

@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings, RelaySettings
+from shop.messaging.tracing import TracingSettings
 
 DEVELOPMENT_JWT_SECRET = "development-only-secret-do-not-deploy"
 
@@ -35,6 +36,9 @@ class OrderSettings(BaseSettings):
     relay: RelaySettings = Field(default_factory=lambda: RelaySettings(name="order-service"))
     run_relay: bool = True
     """The relay runs in the worker by default; turn it off to run it as its own process."""
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
+    """Spans of the API and the worker (``SHOP_ORDER_TRACING__EXPORTER``: none, otlp, console,
+    file)."""
 
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:

@@ -4,11 +4,14 @@ handlers through :func:`shop.payment.handlers.build_router`."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from fastapi import FastAPI
 
 from shop.database import create_engine, session_factory
 from shop.messaging import Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
+from shop.messaging.tracing import configure_tracing
 from shop.payment.adapters.payments import SqlPaymentStore
 from shop.payment.adapters.webhook_events import AsyncpgWebhookStore
 from shop.payment.api.app import create_app
@@ -16,9 +19,13 @@ from shop.payment.handlers import build_router
 from shop.payment.ports import WebhookStore
 from shop.payment.settings import PaymentSettings
 
+SERVICE: Final = "payment-service"
+"""``service.name`` of its spans."""
+
 
 def build_app(settings: PaymentSettings, *, store: WebhookStore | None = None) -> FastAPI:
     configure_logging(json=settings.log_json)
+    configure_tracing(settings.tracing, service_name=SERVICE, process_kind="api")
     if store is not None:
         return create_app(settings, store)
     engine = create_engine(settings.database_url, pool_size=settings.db_pool_size)
@@ -29,6 +36,7 @@ def build_worker(settings: PaymentSettings, *, health_port: int | None = None) -
     """Consumes OrderCreated, OrderCancelled and ProcessPayment and, unless turned off,
     relays the outbox."""
     configure_logging(json=settings.log_json)
+    configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
     engine = create_engine(settings.database_url, pool_size=4)
     sessions = session_factory(engine)
     transport = create_transport(settings.messaging)

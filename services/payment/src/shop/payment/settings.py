@@ -9,6 +9,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings, RelaySettings
+from shop.messaging.tracing import TracingSettings
 
 DEVELOPMENT_WEBHOOK_SECRET = "whsec_development-only-do-not-deploy"
 DEVELOPMENT_MIDTRANS_SERVER_KEY = "SB-Mid-server-development-only"
@@ -39,6 +40,9 @@ class PaymentSettings(BaseSettings):
     relay: RelaySettings = Field(default_factory=lambda: RelaySettings(name="payment-service"))
     run_relay: bool = True
     """The relay runs in the worker by default; turn it off to run it as its own process."""
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
+    """Spans of the API and the worker (``SHOP_PAYMENT_TRACING__EXPORTER``: none, otlp, console,
+    file)."""
 
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:

@@ -13,6 +13,7 @@ from shop.order.ports import Stores
 from shop.order.settings import OrderSettings
 from shop.web.guards import BodyLimit
 from shop.web.metrics import HttpMetrics
+from shop.web.tracing import request_telemetry
 
 DESCRIPTION = """
 Checkout for the skincare shop. `POST /v1/orders` commits the order and answers `201` at
@@ -35,6 +36,8 @@ def create_app(settings: OrderSettings, stores: Stores) -> FastAPI:
         version="1.0.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        # A SERVER span per request once the process traces (shop.web.tracing).
+        telemetry=request_telemetry(),
     )
     registry = CollectorRegistry()
     app.state.settings = settings

@@ -14,9 +14,9 @@ import json
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from shop.contracts import Contract, wrap
+from shop.contracts import Contract
 from shop.database.driver import driver_connection
-from shop.messaging.outbox import OUTBOX_COLUMNS, outbox_row
+from shop.messaging.outbox import OUTBOX_COLUMNS, new_envelope, outbox_row
 from shop.messaging.schema import OUTBOX_CHANNEL
 from shop.payment.domain.notifications import Notification
 
@@ -40,7 +40,8 @@ class AsyncpgWebhookStore:
         self.engine = engine
 
     async def take(self, notification: Notification, raw_body: bytes, command: Contract) -> bool:
-        row = outbox_row(wrap(command, key=str(notification.order_id)))
+        # Stamped with the request's trace, as add() would.
+        row = outbox_row(new_envelope(command, key=str(notification.order_id)))
         async with driver_connection(self.engine) as connection:
             queued = await connection.fetchval(
                 _TAKE,

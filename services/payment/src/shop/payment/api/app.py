@@ -13,6 +13,7 @@ from shop.payment.ports import WebhookStore
 from shop.payment.settings import PaymentSettings
 from shop.web.guards import BodyLimit
 from shop.web.metrics import HttpMetrics
+from shop.web.tracing import request_telemetry
 
 DESCRIPTION = """
 Payment gateways' webhooks for the skincare shop. Each notification is verified, kept once
@@ -40,6 +41,8 @@ def create_app(
         version="1.0.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        # A SERVER span per request once the process traces (shop.web.tracing).
+        telemetry=request_telemetry(),
     )
     registry = CollectorRegistry()
     app.state.settings = settings

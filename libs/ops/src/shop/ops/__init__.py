@@ -1,0 +1,1 @@
+"""Operating the running shop (see libs/ops/README.md)."""

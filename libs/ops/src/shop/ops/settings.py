@@ -1,0 +1,117 @@
+"""Where the running shop is, from ``SHOP_OPS_*`` variables (nested with ``__``, e.g.
+``SHOP_OPS_MESSAGING__TRANSPORT=sqs``) and from the env file ``make run`` writes
+(``SHOP_OPS_ENV_FILE``, ``.devstack/shop.env`` by default), the variables winning.
+
+Each database URL is the administered service's own database, read as that service's
+operator would; nothing here reaches into one service on behalf of another.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    DotEnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from shop.messaging import MessagingSettings
+from shop.order.settings import DEVELOPMENT_JWT_SECRET
+from shop.payment.settings import DEVELOPMENT_MIDTRANS_SERVER_KEY, DEVELOPMENT_WEBHOOK_SECRET
+
+ENV_FILE_VARIABLE: Final = "SHOP_OPS_ENV_FILE"
+DEFAULT_ENV_FILE: Final = Path(".devstack/shop.env")
+
+ORDER_SERVICE: Final = "order-service"
+PAYMENT_SERVICE: Final = "payment-service"
+NOTIFICATION_SERVICE: Final = "notification-service"
+
+
+def env_file() -> Path:
+    """The env file the settings read: ``SHOP_OPS_ENV_FILE``, else ``.devstack/shop.env``."""
+    return Path(os.environ.get(ENV_FILE_VARIABLE) or DEFAULT_ENV_FILE)
+
+
+class OpsSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SHOP_OPS_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    order_api_url: str = "http://127.0.0.1:8001"
+    payment_api_url: str = "http://127.0.0.1:8002"
+    console_url: str = "http://127.0.0.1:8003"
+    order_database_url: str = "postgresql://postgres@127.0.0.1:5432/order"
+    payment_database_url: str = "postgresql://postgres@127.0.0.1:5432/payment"
+    notification_database_url: str = "postgresql://postgres@127.0.0.1:5432/notification"
+    order_worker_url: str = "http://127.0.0.1:9101"
+    payment_worker_url: str = "http://127.0.0.1:9102"
+    notification_worker_url: str = "http://127.0.0.1:9103"
+    messaging: MessagingSettings = Field(
+        default_factory=lambda: MessagingSettings(transport="kafka")
+    )
+    """The bus the services run on (``make run``: Kafka, no namespace)."""
+    jwt_secret: SecretStr = SecretStr(DEVELOPMENT_JWT_SECRET)
+    """order-service's key for customer tokens (its ``SHOP_ORDER_JWT_SECRET``)."""
+    payment_webhook_secret: SecretStr = SecretStr(DEVELOPMENT_WEBHOOK_SECRET)
+    """What the gateway signs the shop's webhook format with (one of payment-service's
+    ``SHOP_PAYMENT_WEBHOOK_SECRETS``)."""
+    midtrans_server_key: SecretStr = SecretStr(DEVELOPMENT_MIDTRANS_SERVER_KEY)
+    """payment-service's ``SHOP_PAYMENT_MIDTRANS_SERVER_KEY``."""
+    mail_dir: Path | None = None
+    """The development SMTP sink's folder of captured ``.eml`` files."""
+
+    @field_validator("messaging", mode="before")
+    @classmethod
+    def kafka_unless_told(cls, value: Any) -> Any:
+        """The shop's bus is Kafka unless the transport is named: a bootstrap address given
+        alone must not fall back to the library's default (memory)."""
+        if isinstance(value, dict) and "transport" not in value:
+            return {**value, "transport": "kafka"}
+        return value
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # The env file is named by a variable of its own, read when the settings are made.
+        return (
+            init_settings,
+            env_settings,
+            DotEnvSettingsSource(settings_cls, env_file=env_file()),
+            file_secret_settings,
+        )
+
+    def database_url(self, service: str) -> str:
+        """The own database of ``service`` (``order-service``, …)."""
+        urls = {
+            ORDER_SERVICE: self.order_database_url,
+            PAYMENT_SERVICE: self.payment_database_url,
+            NOTIFICATION_SERVICE: self.notification_database_url,
+        }
+        return _known(urls, service, "database")
+
+    def worker_url(self, service: str) -> str:
+        """The health port of ``service``'s worker (``/metrics``, ``/readyz``)."""
+        urls = {
+            ORDER_SERVICE: self.order_worker_url,
+            PAYMENT_SERVICE: self.payment_worker_url,
+            NOTIFICATION_SERVICE: self.notification_worker_url,
+        }
+        return _known(urls, service, "worker")
+
+
+def _known(urls: dict[str, str], service: str, what: str) -> str:
+    try:
+        return urls[service]
+    except KeyError:
+        raise KeyError(f"no {what} is configured for {service!r}") from None

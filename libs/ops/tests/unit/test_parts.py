@@ -1,0 +1,113 @@
+"""The small parts: rendering, parsing, the services' own descriptions, tokens."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from pydantic import SecretStr
+
+from shop.contracts import ConsumerGroup
+from shop.ops.demo import Percentiles, parse_latency
+from shop.ops.errors import OpsError, Unreachable, redacted
+from shop.ops.render import jsonable, moment, seconds
+from shop.ops.services import consumer_groups, service_of, shop_services
+from shop.ops.settings import OpsSettings
+from shop.ops.timeline import mask_email
+from shop.ops.tokens import customer_token
+from shop.order.api.auth import authenticate
+from shop.order.settings import OrderSettings
+
+
+@dataclass(frozen=True)
+class Sample:
+    id: uuid.UUID
+    at: datetime
+    body: bytes
+    binary: bytes
+    tags: tuple[str, ...]
+
+
+def test_results_become_plain_json_data() -> None:
+    sample = Sample(
+        id=uuid.UUID(int=1),
+        at=datetime(2026, 12, 3, 9, 30, tzinfo=UTC),
+        body=b'{"a": 1}',
+        binary=b"\xff\x00",
+        tags=("x", "y"),
+    )
+    assert jsonable(sample) == {
+        "id": "00000000-0000-0000-0000-000000000001",
+        "at": "2026-12-03T09:30:00+00:00",
+        "body": '{"a": 1}',
+        "binary": {"base64": "/wA="},
+        "tags": ["x", "y"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(None, "-"), (0.042, "42 ms"), (3.5, "3.50 s"), (125, "2 min 5 s"), (7300, "2 h 1 min")],
+)
+def test_durations_read_in_the_unit_that_suits_them(value: float | None, text: str) -> None:
+    assert seconds(value) == text
+
+
+def test_moments_read_to_the_second_in_utc_or_their_own_offset() -> None:
+    assert moment(datetime(2026, 12, 3, 9, 30, 5, 123, tzinfo=UTC)) == "2026-12-03 09:30:05Z"
+    wib = timezone(timedelta(hours=7))
+    assert moment(datetime(2026, 12, 3, 16, 30, tzinfo=wib)) == "2026-12-03 16:30:00+07:00"
+    assert moment(None) == "-"
+
+
+@pytest.mark.parametrize(
+    ("text", "bounds"), [("0.3-3", (0.3, 3.0)), ("1", (1.0, 1.0)), (" 0-0.5 ", (0.0, 0.5))]
+)
+def test_an_email_latency_is_a_range_of_seconds(text: str, bounds: tuple[float, float]) -> None:
+    assert parse_latency(text) == bounds
+
+
+@pytest.mark.parametrize("text", ["fast", "3-1", "-1-2", ""])
+def test_a_latency_that_is_no_range_is_refused_in_one_line(text: str) -> None:
+    with pytest.raises(OpsError, match="latency"):
+        parse_latency(text)
+
+
+def test_percentiles_are_taken_by_nearest_rank() -> None:
+    values = [float(n) for n in range(1, 101)]
+    assert Percentiles.of(values) == Percentiles(count=100, p50=50, p95=95, p99=99, max=100)
+    assert Percentiles.of([0.2]) == Percentiles(count=1, p50=0.2, p95=0.2, p99=0.2, max=0.2)
+    assert Percentiles.of([]) is None
+
+
+def test_a_password_never_reaches_a_message() -> None:
+    assert (
+        redacted("postgresql://shop:s3cret@db:5432/order") == "postgresql://shop:***@db:5432/order"
+    )
+    assert redacted("postgresql://postgres@db/order") == "postgresql://postgres@db/order"
+    assert "make run" in str(Unreachable("order-service", "http://127.0.0.1:8001"))
+
+
+def test_customer_addresses_are_masked() -> None:
+    assert mask_email("ayu@example.com") == "a***@example.com"
+    assert mask_email("nobody") == "***"
+
+
+def test_the_consumer_groups_are_those_the_services_describe() -> None:
+    names = [service.name for service in shop_services()]
+    assert names == ["notification-service", "order-service", "payment-service"]
+    assert {c.group for c in consumer_groups()} == {group.value for group in ConsumerGroup}
+    assert service_of("payment-service") == "payment-service"
+    outboxes = {service.name for service in shop_services() if service.has_outbox}
+    assert outboxes == {"order-service", "payment-service"}
+
+
+def test_a_token_is_one_order_service_accepts_for_that_customer() -> None:
+    settings = OpsSettings(jwt_secret=SecretStr("a-key-of-this-test-long-enough-for-hs256"))
+    token = customer_token(settings, "42", "ayu@example.com", valid_for=timedelta(minutes=5))
+    customer = authenticate(
+        OrderSettings(jwt_secret=SecretStr("a-key-of-this-test-long-enough-for-hs256")), token
+    )
+    assert (customer.id, customer.email) == ("42", "ayu@example.com")

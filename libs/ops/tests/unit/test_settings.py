@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from shop.ops.settings import OpsSettings
+from shop.order.settings import DEVELOPMENT_JWT_SECRET
+from shop.payment.settings import DEVELOPMENT_MIDTRANS_SERVER_KEY, DEVELOPMENT_WEBHOOK_SECRET
+
+
+def test_defaults_point_at_a_shop_on_this_machine_with_the_development_secrets() -> None:
+    settings = OpsSettings()
+    assert settings.order_api_url == "http://127.0.0.1:8001"
+    assert settings.messaging.transport == "kafka"
+    assert settings.jwt_secret.get_secret_value() == DEVELOPMENT_JWT_SECRET
+    assert settings.payment_webhook_secret.get_secret_value() == DEVELOPMENT_WEBHOOK_SECRET
+    assert settings.midtrans_server_key.get_secret_value() == DEVELOPMENT_MIDTRANS_SERVER_KEY
+    assert settings.mail_dir is None
+
+
+def test_variables_are_read_with_the_prefix_and_nested_with_double_underscores(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SHOP_OPS_ORDER_API_URL", "http://127.0.0.1:18001")
+    monkeypatch.setenv("SHOP_OPS_MESSAGING__TRANSPORT", "sqs")
+    monkeypatch.setenv("SHOP_OPS_MESSAGING__NAMESPACE", "demo")
+    monkeypatch.setenv("SHOP_OPS_MESSAGING__SQS__ENDPOINT_URL", "http://127.0.0.1:4566")
+    settings = OpsSettings()
+    assert settings.order_api_url == "http://127.0.0.1:18001"
+    assert settings.messaging.transport == "sqs"
+    assert settings.messaging.namespace == "demo"
+    assert settings.messaging.sqs.endpoint_url == "http://127.0.0.1:4566"
+
+
+def test_the_env_file_named_by_its_variable_is_read_and_variables_win_over_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    env_file = tmp_path / "shop.env"
+    env_file.write_text(
+        "SHOP_OPS_ORDER_API_URL=http://127.0.0.1:18001\n"
+        "SHOP_OPS_PAYMENT_API_URL=http://127.0.0.1:18002\n"
+        "SHOP_OPS_MESSAGING__KAFKA__BOOTSTRAP_SERVERS=127.0.0.1:19092\n"
+        f"SHOP_OPS_MAIL_DIR={tmp_path / 'mail'}\n"
+        "SOMETHING_ELSE=ignored\n"
+    )
+    monkeypatch.setenv("SHOP_OPS_ENV_FILE", str(env_file))
+    monkeypatch.setenv("SHOP_OPS_PAYMENT_API_URL", "http://127.0.0.1:28002")
+    settings = OpsSettings()
+    assert settings.order_api_url == "http://127.0.0.1:18001"
+    assert settings.payment_api_url == "http://127.0.0.1:28002"
+    assert settings.messaging.kafka.bootstrap_servers == "127.0.0.1:19092"
+    assert settings.mail_dir == tmp_path / "mail"
+
+
+def test_each_service_has_its_own_database_and_worker() -> None:
+    settings = OpsSettings(
+        order_database_url="postgresql://o/order",
+        payment_database_url="postgresql://p/payment",
+        notification_database_url="postgresql://n/notification",
+        notification_worker_url="http://127.0.0.1:19103",
+    )
+    assert settings.database_url("order-service") == "postgresql://o/order"
+    assert settings.database_url("payment-service") == "postgresql://p/payment"
+    assert settings.database_url("notification-service") == "postgresql://n/notification"
+    assert settings.worker_url("notification-service") == "http://127.0.0.1:19103"
+    with pytest.raises(KeyError, match="stock-service"):
+        settings.database_url("stock-service")
+
+
+def test_a_transport_the_library_does_not_know_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOP_OPS_MESSAGING__TRANSPORT", "carrier-pigeon")
+    with pytest.raises(ValidationError):
+        OpsSettings()
+
+
+def test_a_broker_address_alone_keeps_the_bus_on_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOP_OPS_MESSAGING__KAFKA__BOOTSTRAP_SERVERS", "127.0.0.1:19092")
+    settings = OpsSettings()
+    assert settings.messaging.transport == "kafka"
+    assert settings.messaging.kafka.bootstrap_servers == "127.0.0.1:19092"

@@ -1,0 +1,1 @@
+"""The operators' console (see services/console/README.md)."""

@@ -1,0 +1,3 @@
+from shop.console.cli import app
+
+app()

@@ -1,0 +1,122 @@
+"""The running shop through :mod:`shop.ops`, the operators' library that ``shopctl`` also
+uses: the console shows what ``shopctl`` prints, from the same code."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+
+from shop.console.domain.errors import NotFound
+from shop.console.ports import LetterQuery, Partial
+from shop.messaging import DeadLetters
+from shop.ops.bus import started_transport
+from shop.ops.consumers import ConsumerCounts, parse_counts, worker_metrics
+from shop.ops.deadletters import (
+    DeadLetterEntry,
+    DeadLetterQuery,
+    count,
+    list_dead_letters,
+    redrive_dead_letter,
+    redrive_dead_letters,
+)
+from shop.ops.errors import OpsError
+from shop.ops.http import TIMEOUT
+from shop.ops.lag import ConsumerLag, consumer_lag
+from shop.ops.mail import CapturedMail, captured
+from shop.ops.outbox import OutboxStatus, service_outbox_status
+from shop.ops.services import consumer_groups, shop_services
+from shop.ops.settings import OpsSettings
+from shop.ops.timeline import TimelineEntry, order_timeline
+
+
+class ShopOperations:
+    def __init__(self, settings: OpsSettings) -> None:
+        self.settings = settings
+
+    async def outbox(self) -> Partial[OutboxStatus]:
+        found: Partial[OutboxStatus] = Partial([])
+        for service in shop_services():
+            if service.has_outbox:
+                try:
+                    found.items.append(await service_outbox_status(self.settings, service.name))
+                except OpsError as error:
+                    found.problems.append(str(error))
+        return found
+
+    async def consumer_counts(self) -> Partial[ConsumerCounts]:
+        # As shop.ops.consumers.consumer_counts, service by service, so that a worker
+        # that does not answer leaves the others' counts on the page.
+        found: Partial[ConsumerCounts] = Partial([])
+        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+            for service in shop_services():
+                if not service.routers:
+                    continue
+                url = self.settings.worker_url(service.name)
+                try:
+                    counts = parse_counts(await worker_metrics(client, service.name, url))
+                except OpsError as error:
+                    found.problems.append(str(error))
+                    continue
+                found.items.extend(
+                    counts.get(group) or ConsumerCounts(group, 0, 0, 0, 0)
+                    for group in service.groups
+                )
+        return found
+
+    async def consumer_lag(self) -> list[ConsumerLag]:
+        return await consumer_lag(self.settings)
+
+    async def groups(self) -> list[str]:
+        return [consumer.group for consumer in consumer_groups()]
+
+    async def dead_letters(self, query: LetterQuery) -> list[DeadLetterEntry]:
+        if query.group is not None and query.group not in await self.groups():
+            return []
+        return await list_dead_letters(self.settings, _ops_query(query))
+
+    async def dead_letter(self, group: str, letter_id: str) -> DeadLetterEntry:
+        # Looked up in the group's list, so that one that is not there is a 404, not a
+        # failure of the bus.
+        for letter in await self.dead_letters(LetterQuery(group=group)):
+            if letter.id == letter_id:
+                return letter
+        raise NotFound(f"{group} has no dead letter {letter_id!r} (redriven or purged already?)")
+
+    async def redrive(self, group: str, letter_id: str) -> DeadLetterEntry:
+        await self.dead_letter(group, letter_id)
+        return await redrive_dead_letter(self.settings, letter_id, group=group)
+
+    async def redrive_matching(self, query: LetterQuery, *, per_second: float) -> int:
+        if query.group is not None and query.group not in await self.groups():
+            return 0
+        counts = await redrive_dead_letters(self.settings, _ops_query(query), per_second=per_second)
+        return count(counts)
+
+    async def purge(self, group: str, letter_id: str) -> DeadLetterEntry:
+        entry = await self.dead_letter(group, letter_id)
+        # shop.ops purges by query, which cannot name one letter: purge it by its id
+        # through the transport's dead letters, as shop.ops does for each group.
+        async with started_transport(self.settings.messaging) as transport:
+            letters = DeadLetters(transport.dead_letter_store, group)
+            try:
+                letter = await letters.show(letter_id)
+            except KeyError as error:
+                raise NotFound(str(error).strip("'\"")) from error
+            await transport.dead_letter_store.purge(group, [letter])
+        return entry
+
+    async def order_timeline(self, order_id: uuid.UUID) -> list[TimelineEntry]:
+        return await order_timeline(self.settings, order_id)
+
+    async def captured_mail(self) -> list[CapturedMail]:
+        return list(reversed(await captured(self.settings)))
+
+
+def _ops_query(query: LetterQuery) -> DeadLetterQuery:
+    return DeadLetterQuery(
+        group=query.group,
+        message_type=query.message_type,
+        error_type=query.error_type,
+        contains=query.text,
+    )

@@ -1,0 +1,62 @@
+"""Logging in and out. Every form, these two included, carries the session's CSRF token."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Query, Request
+from fastapi.responses import RedirectResponse
+from starlette.responses import Response
+
+from shop.console.api.dependencies import CsrfChecked, Settings
+from shop.console.api.rendering import render
+from shop.console.api.security import (
+    credentials_match,
+    current_user,
+    flash,
+    log_in,
+    log_out,
+    safe_next,
+)
+
+router = APIRouter()
+
+WRONG_CREDENTIALS = "That user name and password do not match. Try again."
+
+
+@router.get("/login")
+async def login_form(
+    request: Request, next_page: Annotated[str, Query(alias="next", max_length=500)] = "/"
+) -> Response:
+    if current_user(request) is not None:
+        return RedirectResponse(safe_next(next_page), status_code=303)
+    return render(request, "login.html", next_page=safe_next(next_page), error=None, user_name="")
+
+
+@router.post("/login")
+async def login(
+    request: Request,
+    _: CsrfChecked,
+    settings: Settings,
+    username: Annotated[str, Form(max_length=200)] = "",
+    password: Annotated[str, Form(max_length=2048)] = "",
+    next_page: Annotated[str, Form(alias="next", max_length=500)] = "/",
+) -> Response:
+    if not await credentials_match(settings, username, password):
+        return render(
+            request,
+            "login.html",
+            status_code=401,
+            next_page=safe_next(next_page),
+            error=WRONG_CREDENTIALS,
+            user_name=username,
+        )
+    log_in(request, username)
+    return RedirectResponse(safe_next(next_page), status_code=303)
+
+
+@router.post("/logout")
+async def logout(request: Request, _: CsrfChecked) -> Response:
+    log_out(request)
+    flash(request, "success", "You are logged out.")
+    return RedirectResponse("/login", status_code=303)

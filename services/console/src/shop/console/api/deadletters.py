@@ -1,0 +1,140 @@
+"""Dead letters: filtered, shown whole, redriven or purged after a confirmation page.
+
+Each change is a POST from a form that carries the CSRF token, answered with a redirect
+to the list and a message saying what was done (so a reload repeats nothing)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import RedirectResponse
+from starlette.responses import Response
+
+from shop.console.api.dependencies import (
+    LOGIN_REQUIRED,
+    CsrfChecked,
+    FilterText,
+    FormText,
+    GroupPath,
+    LetterIdPath,
+    Ops,
+    Settings,
+)
+from shop.console.api.rendering import render
+from shop.console.api.security import flash
+from shop.console.domain.payloads import readable_body
+from shop.console.ports import LetterQuery
+
+router = APIRouter(dependencies=[LOGIN_REQUIRED])
+
+
+def _query(
+    group: FilterText = "",
+    message_type: FilterText = "",
+    error_type: FilterText = "",
+    text: FilterText = "",
+) -> LetterQuery:
+    return _letter_query(group, message_type, error_type, text)
+
+
+def _form_query(
+    group: FormText = "",
+    message_type: FormText = "",
+    error_type: FormText = "",
+    text: FormText = "",
+) -> LetterQuery:
+    return _letter_query(group, message_type, error_type, text)
+
+
+def _letter_query(group: str, message_type: str, error_type: str, text: str) -> LetterQuery:
+    return LetterQuery(
+        group=group.strip() or None,
+        message_type=message_type.strip() or None,
+        error_type=error_type.strip() or None,
+        text=text.strip() or None,
+    )
+
+
+FilterQuery = Annotated[LetterQuery, Depends(_query)]
+FilterForm = Annotated[LetterQuery, Depends(_form_query)]
+
+
+@router.get("/dead-letters")
+async def dead_letters(request: Request, ops: Ops, query: FilterQuery) -> Response:
+    letters = await ops.dead_letters(query)
+    return render(
+        request,
+        "dead_letters.html",
+        query=query,
+        groups=await ops.groups(),
+        letters=letters,
+    )
+
+
+@router.get("/dead-letters/redrive-matching")
+async def confirm_redrive_matching(request: Request, ops: Ops, query: FilterQuery) -> Response:
+    letters = await ops.dead_letters(query)
+    return render(
+        request,
+        "confirm_redrive_matching.html",
+        query=query,
+        letters=letters,
+        redrivable=[letter for letter in letters if not letter.truncated],
+    )
+
+
+@router.post("/dead-letters/redrive-matching")
+async def redrive_matching(
+    request: Request, _: CsrfChecked, ops: Ops, settings: Settings, query: FilterForm
+) -> Response:
+    count = await ops.redrive_matching(query, per_second=settings.redrive_per_second)
+    flash(request, "success", f"Redrove {count} dead letter(s) to their consumers.")
+    return RedirectResponse("/dead-letters", status_code=303)
+
+
+@router.get("/dead-letters/{group}/{letter_id}")
+async def dead_letter(
+    request: Request, group: GroupPath, letter_id: LetterIdPath, ops: Ops
+) -> Response:
+    letter = await ops.dead_letter(group, letter_id)
+    return render(request, "dead_letter.html", letter=letter, body=readable_body(letter.body))
+
+
+@router.get("/dead-letters/{group}/{letter_id}/redrive")
+async def confirm_redrive(
+    request: Request, group: GroupPath, letter_id: LetterIdPath, ops: Ops
+) -> Response:
+    letter = await ops.dead_letter(group, letter_id)
+    return render(request, "confirm.html", letter=letter, action="redrive")
+
+
+@router.post("/dead-letters/{group}/{letter_id}/redrive")
+async def redrive(
+    request: Request, _: CsrfChecked, group: GroupPath, letter_id: LetterIdPath, ops: Ops
+) -> Response:
+    letter = await ops.redrive(group, letter_id)
+    flash(
+        request,
+        "success",
+        f"Redriven: dead letter {letter.id} ({letter.message_type or 'unknown type'}) went "
+        f"back to {letter.group}.",
+    )
+    return RedirectResponse("/dead-letters", status_code=303)
+
+
+@router.get("/dead-letters/{group}/{letter_id}/purge")
+async def confirm_purge(
+    request: Request, group: GroupPath, letter_id: LetterIdPath, ops: Ops
+) -> Response:
+    letter = await ops.dead_letter(group, letter_id)
+    return render(request, "confirm.html", letter=letter, action="purge")
+
+
+@router.post("/dead-letters/{group}/{letter_id}/purge")
+async def purge(
+    request: Request, _: CsrfChecked, group: GroupPath, letter_id: LetterIdPath, ops: Ops
+) -> Response:
+    letter = await ops.purge(group, letter_id)
+    flash(request, "success", f"Purged: dead letter {letter.id} of {letter.group} is gone.")
+    return RedirectResponse("/dead-letters", status_code=303)

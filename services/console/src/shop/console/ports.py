@@ -1,0 +1,127 @@
+"""What the pages read and do, as Protocols: order-service's orders, the operations of the
+running shop (from :mod:`shop.ops`), and the AsyncAPI documents. ``bootstrap`` fills them
+with the real adapters; unit tests with the fakes of ``tests/unit/fakes.py``."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from shop.console.domain.asyncapi import DocumentView
+from shop.console.domain.orders import OrderSummary
+from shop.ops.consumers import ConsumerCounts
+from shop.ops.deadletters import DeadLetterEntry
+from shop.ops.lag import ConsumerLag
+from shop.ops.mail import CapturedMail
+from shop.ops.outbox import OutboxStatus
+from shop.ops.timeline import TimelineEntry
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Partial(Generic[T]):
+    """What could be read of several parts, and, in one line each, those that could not:
+    one service down does not hide the others."""
+
+    items: list[T]
+    problems: list[str] = field(default_factory=list)
+
+
+class OrderDirectory(Protocol):
+    """Order-service's orders, read-only."""
+
+    async def search(self, query: str, *, limit: int = 50) -> list[OrderSummary]:
+        """Orders whose id is ``query`` or whose number contains it, newest first; the
+        newest ``limit`` orders when ``query`` is empty."""
+        ...
+
+    async def get(self, order_id: uuid.UUID) -> OrderSummary | None: ...
+
+    async def check(self) -> None:
+        """Raise unless the database answers (readiness)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LetterQuery:
+    """The dead-letter filter form; an empty field matches everything."""
+
+    group: str | None = None
+    message_type: str | None = None
+    error_type: str | None = None
+    text: str | None = None
+    """Found in the error message, the message type or the body."""
+
+    @property
+    def empty(self) -> bool:
+        return not (self.group or self.message_type or self.error_type or self.text)
+
+
+class Operations(Protocol):
+    """The running shop as :mod:`shop.ops` sees it. Failures to reach a part are
+    :class:`shop.ops.errors.OpsError`, shown on the page that needed it."""
+
+    async def outbox(self) -> Partial[OutboxStatus]:
+        """Each publishing service's outbox, read from its own database."""
+        ...
+
+    async def consumer_counts(self) -> Partial[ConsumerCounts]:
+        """Each consumer group's counts, from its service's worker."""
+        ...
+
+    async def consumer_lag(self) -> list[ConsumerLag]: ...
+
+    async def groups(self) -> list[str]:
+        """Every consumer group of the shop (each has its own dead letters)."""
+        ...
+
+    async def dead_letters(self, query: LetterQuery) -> list[DeadLetterEntry]: ...
+
+    async def dead_letter(self, group: str, letter_id: str) -> DeadLetterEntry:
+        """Raise :class:`shop.console.domain.errors.NotFound` when there is none."""
+        ...
+
+    async def redrive(self, group: str, letter_id: str) -> DeadLetterEntry:
+        """Give the letter back to its consumer (``group`` alone); it leaves the list."""
+        ...
+
+    async def redrive_matching(self, query: LetterQuery, *, per_second: float) -> int:
+        """Redrive every letter ``query`` matches, at most ``per_second`` a second."""
+        ...
+
+    async def purge(self, group: str, letter_id: str) -> DeadLetterEntry:
+        """Remove the letter for good."""
+        ...
+
+    async def order_timeline(self, order_id: uuid.UUID) -> list[TimelineEntry]: ...
+
+    async def captured_mail(self) -> list[CapturedMail]:
+        """The e-mails the development SMTP sink kept, newest first."""
+        ...
+
+
+class Documents(Protocol):
+    """The committed AsyncAPI documents, one per service."""
+
+    def services(self) -> list[str]: ...
+
+    def document(self, service: str) -> DocumentView:
+        """Raise :class:`shop.console.domain.errors.NotFound` for an unknown service."""
+        ...
+
+    def raw(self, service: str) -> bytes:
+        """The document's JSON text, as committed."""
+        ...
+
+
+@dataclass
+class Sources:
+    """What ``bootstrap`` wires into the app, and how to close it when the app stops."""
+
+    orders: OrderDirectory
+    operations: Operations
+    documents: Documents
+    close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)

@@ -1,0 +1,85 @@
+"""The console's configuration, from ``SHOP_CONSOLE_*`` variables. What it reads (the
+services' databases, the broker, the captured e-mails) is configured as for ``shopctl``,
+by the ``SHOP_OPS_*`` variables of :class:`shop.ops.settings.OpsSettings`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final, Literal, Self
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shop.console.domain.passwords import PasswordHash
+from shop.messaging.asyncapi import DEFAULT_DOCUMENT_DIR
+
+DEVELOPMENT_ADMIN_USER: Final = "admin"
+DEVELOPMENT_ADMIN_PASSWORD: Final = "console-development-password"
+DEVELOPMENT_ADMIN_PASSWORD_HASH: Final = (
+    "scrypt$16384$8$1$ZGV2ZWxvcG1lbnQtc2FsdA$E5-q3mMFztGJkJXR8pi18UHvi-4Bkgqp0Numwbotigc"
+)
+"""The hash of :data:`DEVELOPMENT_ADMIN_PASSWORD`, so that a developer can log in at once."""
+DEVELOPMENT_SESSION_SECRET: Final = "development-only-session-secret-do-not-deploy"
+
+
+class ConsoleSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="SHOP_CONSOLE_", env_nested_delimiter="__", extra="ignore"
+    )
+
+    environment: Literal["development", "test", "production"] = "development"
+    host: str = "127.0.0.1"
+    port: int = 8003
+    admin_user: str = Field(default=DEVELOPMENT_ADMIN_USER, min_length=1)
+    admin_password_hash: SecretStr = SecretStr(DEVELOPMENT_ADMIN_PASSWORD_HASH)
+    """Made by ``python -m shop.console hash-password``."""
+    session_secret: SecretStr = SecretStr(DEVELOPMENT_SESSION_SECRET)
+    """Signs the session cookie: whoever knows it can forge a login."""
+    session_max_age_seconds: int = Field(default=8 * 3600, ge=60)
+    secure_cookie: bool = False
+    """Send the session cookie over HTTPS only (required in production)."""
+    asyncapi_dir: Path = DEFAULT_DOCUMENT_DIR
+    """The committed AsyncAPI documents, one ``<service>.json`` each."""
+    redrive_per_second: float = Field(default=5.0, gt=0)
+    """The rate of a redrive of every matching dead letter."""
+    log_json: bool = True
+
+    @field_validator("admin_password_hash")
+    @classmethod
+    def readable_hash(cls, value: SecretStr) -> SecretStr:
+        PasswordHash.parse(value.get_secret_value())
+        return value
+
+    @property
+    def password_hash(self) -> PasswordHash:
+        return PasswordHash.parse(self.admin_password_hash.get_secret_value())
+
+    @property
+    def shows_captured_mail(self) -> bool:
+        """Captured e-mails exist in development only (a real provider keeps none)."""
+        return self.environment == "development"
+
+    @model_validator(mode="after")
+    def fit_for_production(self) -> Self:
+        """Refuse, at start-up, the development defaults that must not be deployed."""
+        if self.environment != "production":
+            return self
+        problems = []
+        if self.admin_password_hash.get_secret_value() == DEVELOPMENT_ADMIN_PASSWORD_HASH:
+            problems.append(
+                "SHOP_CONSOLE_ADMIN_PASSWORD_HASH must be set outside development "
+                "(python -m shop.console hash-password)"
+            )
+        secret = self.session_secret.get_secret_value()
+        if secret == DEVELOPMENT_SESSION_SECRET:
+            problems.append("SHOP_CONSOLE_SESSION_SECRET must be set outside development")
+        elif len(secret) < 32:
+            problems.append("SHOP_CONSOLE_SESSION_SECRET must be at least 32 characters")
+        if not self.secure_cookie:
+            problems.append(
+                "SHOP_CONSOLE_SECURE_COOKIE must be true in production: the session "
+                "cookie opens dead letters that hold customer data"
+            )
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self

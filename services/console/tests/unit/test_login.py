@@ -1,0 +1,191 @@
+"""Only the admin gets in: a wrong password is a 401 page, every page but the login form,
+the static files and the probes sends the others to the login form, and every form
+without the session's CSRF token is refused."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from shop.console.bootstrap import build_app
+
+from .browsing import csrf_of, log_in
+from .fakes import ADMIN, PASSWORD, SETTINGS, FakeShop, letter
+
+
+@pytest.fixture
+def shop() -> FakeShop:
+    return FakeShop()
+
+
+@pytest.fixture
+async def client(shop: FakeShop) -> AsyncIterator[httpx.AsyncClient]:
+    app = build_app(SETTINGS, sources=shop.sources())
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://console.test"
+    ) as client:
+        yield client
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/orders",
+        "/outbox",
+        "/consumers",
+        "/dead-letters",
+        "/asyncapi",
+        "/mail",
+        "/dead-letters/notification-service/0-17",
+    ],
+)
+async def test_a_page_sends_a_stranger_to_the_login_form_and_back(
+    client: httpx.AsyncClient, path: str
+) -> None:
+    answer = await client.get(path)
+
+    assert answer.status_code == 303
+    assert answer.headers["location"].startswith("/login?next=")
+    assert httpx.URL(answer.headers["location"]).params["next"] == path
+
+
+async def test_the_login_form_the_static_files_and_the_probes_need_no_login(
+    client: httpx.AsyncClient,
+) -> None:
+    login = await client.get("/login")
+    css = await client.get("/static/console.css")
+    health = await client.get("/healthz")
+
+    assert login.status_code == 200
+    assert 'type="password"' in login.text
+    assert css.status_code == 200
+    assert css.headers["content-type"].startswith("text/css")
+    assert health.json() == {"status": "ok"}
+
+
+async def test_a_wrong_password_is_refused_with_a_401_page_that_says_so(
+    client: httpx.AsyncClient,
+) -> None:
+    refused = await log_in(client, ADMIN, "not the password")
+
+    assert refused.status_code == 401
+    assert "do not match" in refused.text
+    assert (await client.get("/orders")).status_code == 303
+
+
+async def test_a_wrong_user_name_is_refused_alike(client: httpx.AsyncClient) -> None:
+    refused = await log_in(client, "root", PASSWORD)
+
+    assert refused.status_code == 401
+    assert "do not match" in refused.text
+
+
+async def test_the_right_password_opens_the_console_and_goes_where_it_was_asked(
+    client: httpx.AsyncClient,
+) -> None:
+    form = await client.get("/login", params={"next": "/dead-letters?group=order-service"})
+    accepted = await client.post(
+        "/login",
+        data={
+            "username": ADMIN,
+            "password": PASSWORD,
+            "csrf_token": csrf_of(form),
+            "next": "/dead-letters?group=order-service",
+        },
+    )
+
+    assert accepted.status_code == 303
+    assert accepted.headers["location"] == "/dead-letters?group=order-service"
+    assert (await client.get("/orders")).status_code == 200
+
+
+@pytest.mark.parametrize("elsewhere", ["https://evil.example/", "//evil.example/x", "/\\evil"])
+async def test_after_logging_in_it_never_goes_to_another_site(
+    client: httpx.AsyncClient, elsewhere: str
+) -> None:
+    form = await client.get("/login")
+    accepted = await client.post(
+        "/login",
+        data={
+            "username": ADMIN,
+            "password": PASSWORD,
+            "csrf_token": csrf_of(form),
+            "next": elsewhere,
+        },
+    )
+
+    assert accepted.headers["location"] == "/"
+
+
+async def test_the_session_cookie_is_http_only_and_same_site_lax(
+    client: httpx.AsyncClient,
+) -> None:
+    answer = await log_in(client, ADMIN, PASSWORD)
+
+    cookie = answer.headers["set-cookie"].lower()
+    assert "httponly" in cookie
+    assert "samesite=lax" in cookie
+
+
+async def test_the_login_form_without_its_csrf_token_is_refused_with_403(
+    client: httpx.AsyncClient,
+) -> None:
+    await client.get("/login")
+    refused = await client.post("/login", data={"username": ADMIN, "password": PASSWORD})
+
+    assert refused.status_code == 403
+    assert "CSRF" in refused.text
+    assert (await client.get("/orders")).status_code == 303
+
+
+async def test_a_token_made_before_the_login_is_no_longer_valid_after_it(
+    client: httpx.AsyncClient,
+) -> None:
+    before = csrf_of(await client.get("/login"))
+    await client.post(
+        "/login", data={"username": ADMIN, "password": PASSWORD, "csrf_token": before}
+    )
+
+    after = csrf_of(await client.get("/orders"))
+    assert after != before
+    refused = await client.post("/logout", data={"csrf_token": before})
+    assert refused.status_code == 403
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/logout",
+        "/dead-letters/notification-service/0-17/redrive",
+        "/dead-letters/notification-service/0-17/purge",
+        "/dead-letters/redrive-matching",
+    ],
+)
+@pytest.mark.parametrize("token", [None, "forged-token"])
+async def test_every_form_without_the_sessions_token_is_refused_with_403(
+    client: httpx.AsyncClient, shop: FakeShop, path: str, token: str | None
+) -> None:
+    shop.operations.letters.append(letter("0-17"))
+    await log_in(client, ADMIN, PASSWORD)
+
+    refused = await client.post(path, data={} if token is None else {"csrf_token": token})
+
+    assert refused.status_code == 403
+    assert shop.operations.redriven == []
+    assert shop.operations.purged == []
+    assert (await client.get("/orders")).status_code == 200
+
+
+async def test_logging_out_ends_the_session(client: httpx.AsyncClient) -> None:
+    await log_in(client, ADMIN, PASSWORD)
+    page = await client.get("/orders")
+
+    out = await client.post("/logout", data={"csrf_token": csrf_of(page)})
+
+    assert out.status_code == 303
+    assert out.headers["location"] == "/login"
+    assert "logged out" in (await client.get("/login")).text
+    assert (await client.get("/orders")).status_code == 303

@@ -1,0 +1,59 @@
+"""Development defaults are refused at start-up in production, all named at once."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import SecretStr, ValidationError
+
+from shop.console.domain.passwords import hash_password
+from shop.console.settings import (
+    DEVELOPMENT_ADMIN_PASSWORD,
+    ConsoleSettings,
+)
+
+
+def test_production_with_every_development_default_names_each_one() -> None:
+    with pytest.raises(ValidationError) as refused:
+        ConsoleSettings(environment="production")
+
+    named = (
+        "SHOP_CONSOLE_ADMIN_PASSWORD_HASH must be set outside development",
+        "SHOP_CONSOLE_SESSION_SECRET must be set outside development",
+        "SHOP_CONSOLE_SECURE_COOKIE must be true in production",
+    )
+    assert [problem for problem in named if problem not in str(refused.value)] == []
+
+
+def test_production_with_its_own_hash_secret_and_secure_cookie_starts() -> None:
+    settings = ConsoleSettings(
+        environment="production",
+        admin_password_hash=SecretStr(str(hash_password("s3cret-of-production", n=2**4))),
+        session_secret=SecretStr("x" * 40),
+        secure_cookie=True,
+    )
+
+    assert settings.password_hash.matches("s3cret-of-production")
+    assert not settings.shows_captured_mail
+
+
+def test_production_refuses_a_short_session_secret() -> None:
+    with pytest.raises(ValidationError, match="at least 32 characters"):
+        ConsoleSettings(
+            environment="production",
+            admin_password_hash=SecretStr(str(hash_password("p", n=2**4))),
+            session_secret=SecretStr("short"),
+            secure_cookie=True,
+        )
+
+
+def test_a_hash_that_cannot_be_read_is_refused_at_start_up() -> None:
+    with pytest.raises(ValidationError, match="scrypt"):
+        ConsoleSettings(admin_password_hash=SecretStr("plain-text-password"))
+
+
+def test_development_lets_the_developer_in_with_the_documented_password() -> None:
+    settings = ConsoleSettings()
+
+    assert settings.port == 8003
+    assert settings.password_hash.matches(DEVELOPMENT_ADMIN_PASSWORD)
+    assert settings.shows_captured_mail
