@@ -32,10 +32,18 @@ $(VENV)/.synced: $(UV) uv.lock pyproject.toml
 	@touch $@
 
 # The console's browser tests drive Debian's Chromium (Playwright's browser downloads are
-# not used); installed as root, as on the CI machine.
-CHROMIUM := /usr/bin/chromium
+# not used): installed from Debian's packages when missing (as root, or with sudo), or
+# named by SHOP_TEST_CHROMIUM.
+CHROMIUM ?= $(or $(SHOP_TEST_CHROMIUM),/usr/bin/chromium)
 $(CHROMIUM):
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core
+	@if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core; \
+	elif command -v apt-get >/dev/null && command -v sudo >/dev/null; then \
+		sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-dejavu-core; \
+	else \
+		echo "the console's browser tests need Chromium: install it, or set SHOP_TEST_CHROMIUM to its path"; \
+		exit 1; \
+	fi
 
 install: $(VENV)/.synced
 

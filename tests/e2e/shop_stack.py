@@ -150,7 +150,16 @@ def running_shop(
         yield RunningShop(workdir, banner, read_env_file(workdir / "shop.env"), env)
     finally:
         process.send_signal(signal.SIGTERM)
-        code = process.wait(timeout=90)
+        try:
+            code: int | None = process.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            code = None
+            process.kill()  # it did not stop by itself: take it and its children down
+            for child in children:
+                if child.is_running():
+                    child.kill()
+            process.wait(timeout=30)
         _, alive = psutil.wait_procs(children, timeout=20)
-        assert alive == [], f"left running: {[p.pid for p in alive]}"
-    assert code == 0
+    # After the stop, so that a failing test's own error is the one reported.
+    assert alive == [], f"left running: {[p.pid for p in alive]}"
+    assert code == 0, f"make run's command exited {code} on SIGTERM"

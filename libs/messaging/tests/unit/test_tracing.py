@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -162,9 +163,10 @@ async def test_a_retry_and_a_dead_letter_mark_the_span_as_failed_and_say_why() -
     retried, dead = spans.get_finished_spans()
     assert retried.status.status_code == StatusCode.ERROR
     assert [e.name for e in retried.events] == ["retry scheduled"]
+    # The error's type only: its text may quote the payload or a customer's address.
+    assert retried.status.description == "TimeoutError"
     assert retried.events[0].attributes == {
         "exception.type": "TimeoutError",
-        "exception.message": "smtp timed out",
         "shop.message.attempt": 1,
         "shop.retry.delay_seconds": pytest.approx(2.0, rel=0.25),
     }
@@ -213,14 +215,16 @@ async def test_log_lines_carry_the_trace_and_span_of_the_handler() -> None:
     assert add_trace_ids in structlog.get_config()["processors"]
     router = Router("notification-service")
 
+    lines: list[MutableMapping[str, Any]] = []
+
     @router.subscriber(OrderCreated, transactional=False)
     async def confirm(event: OrderCreated, ctx: MessageContext) -> None:
-        ctx.log.info("through the bound logger")
-        structlog.get_logger("anywhere").info("through any logger")
+        # What the configured processor adds to any line logged here, through any logger
+        # (loggers cached by earlier tests would not pass through a capture).
+        lines.append(add_trace_ids(None, "info", {"event": "in the handler"}))
 
-    with structlog.testing.capture_logs(processors=[add_trace_ids]) as lines:
-        await Pipeline(router).process(order_created())
-    assert [line["event"] for line in lines] == ["through the bound logger", "through any logger"]
+    await Pipeline(router).process(order_created())
+    assert [line["event"] for line in lines] == ["in the handler"]
     for line in lines:
         assert line["trace_id"] == INCOMING.split("-")[1]
         assert len(line["span_id"]) == 16

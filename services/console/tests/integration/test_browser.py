@@ -4,8 +4,8 @@ worker consuming as notification-service). An operator logs in (a wrong password
 finds the dead letter this test made, redrives it with the keyboard alone, sees it succeed,
 and reads the order's timeline. Screenshots of the pages land in ``.artifacts/console/``.
 
-The browser is the system's (``apt-get install chromium``, which the Makefile's install
-step does): Playwright's own browser downloads are not used. Without it the test fails,
+The browser is the system's (``apt-get install chromium``, which ``make test`` does when
+it is missing): Playwright's own browser downloads are not used. Without it the test fails,
 saying so; it never skips."""
 
 from __future__ import annotations

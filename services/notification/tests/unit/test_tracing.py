@@ -1,5 +1,5 @@
 """The e-mail's CLIENT span: a child of whatever span is current, failed when the provider
-fails (and the failure still reaches the notifier)."""
+fails (and the failure still reaches the notifier), never holding the customer's address."""
 
 from __future__ import annotations
 
@@ -48,8 +48,13 @@ async def test_a_send_is_a_client_span_inside_the_handlers_span() -> None:
 
 async def test_a_provider_failure_fails_the_span_and_is_raised_as_it_was() -> None:
     spans = recording_spans()
+    refusal = EmailUnavailable("451 busy, try again: ayu@example.com")
     with pytest.raises(EmailUnavailable, match="busy"):
-        await TracedEmailSender(Provider(EmailUnavailable("busy"))).send(EMAIL)
+        await TracedEmailSender(Provider(refusal)).send(EMAIL)
     [email] = spans.get_finished_spans()
     assert email.status.status_code == StatusCode.ERROR
-    assert [event.name for event in email.events] == ["exception"]
+    assert email.status.description == "EmailUnavailable"
+    # The refusal's text names the customer: it stays out of the trace.
+    assert email.events == ()
+    recorded = [str(v) for v in (email.attributes or {}).values()]
+    assert not any("ayu@" in value for value in recorded)

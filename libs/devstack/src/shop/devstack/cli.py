@@ -23,6 +23,7 @@ from shop.devstack.procfile import (
     load,
 )
 from shop.devstack.settings import DevstackSettings
+from shop.devstack.smtp import ProviderFaults
 from shop.devstack.stack import Devstack, Endpoints
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
@@ -104,6 +105,8 @@ def up(
         console.print(f"[red]devstack failed to start:[/] {error}", highlight=False)
         raise typer.Exit(code=1) from error
     processes: ShopProcesses | None = None
+    # Faults a demo left behind when it was killed would outlive it: each run starts without.
+    ProviderFaults.clear(endpoints.mail_dir)
     try:
         console.print(_describe(endpoints))
         if procfile is not None:

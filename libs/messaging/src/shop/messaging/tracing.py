@@ -269,7 +269,8 @@ def consuming(
 
 def record_outcome(span: Span, outcome: Outcome, *, subscriber_id: str | None) -> None:
     """What became of the delivery, on its CONSUMER span: a retry or a dead letter is an
-    error with an event saying why."""
+    error with an event naming the error's type. Never its message: a message may quote the
+    payload (a contract error does) or a customer's address, and spans leave the shop."""
     if not span.is_recording():
         return
     if subscriber_id is not None:
@@ -279,9 +280,9 @@ def record_outcome(span: Span, outcome: Outcome, *, subscriber_id: str | None) -
             span.set_attribute(DUPLICATE, True)
         return
     failure = outcome.failure
-    reason = {"exception.type": failure.error_type, "exception.message": failure.error_message}
+    reason = {"exception.type": failure.error_type}
     span.set_attribute("error.type", failure.error_type)
-    span.set_status(StatusCode.ERROR, f"{failure.error_type}: {failure.error_message}")
+    span.set_status(StatusCode.ERROR, failure.error_type)
     if isinstance(outcome, Retry):
         span.add_event(
             "retry scheduled",

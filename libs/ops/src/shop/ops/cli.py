@@ -57,8 +57,9 @@ outbox_app = typer.Typer(
 app.add_typer(dlq_app, name="dlq")
 app.add_typer(outbox_app, name="outbox")
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# markup=False: what the shop sends back (error texts with [brackets]) is printed as it is.
+out = Console(highlight=False, markup=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, markup=False)
 
 Json = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 ServiceOption = Annotated[
@@ -123,7 +124,8 @@ def main_options(
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     structlog.configure(
         wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        # Looked up at each logger's making, not now: stderr may be replaced meanwhile.
+        logger_factory=lambda *_: structlog.PrintLogger(file=sys.stderr),
     )
 
 
@@ -327,7 +329,7 @@ def demo_command(  # noqa: PLR0917 - typer reads each option from a parameter
     counts, retries, dead letters, latency percentiles."""
     with one_line_failures():
         latency = None if email_latency is None else parse_latency(email_latency)
-    live_console = Console(stderr=True) if as_json else out
+    live_console = Console(stderr=True, markup=False) if as_json else out
     with Live(console=live_console, auto_refresh=False, transient=as_json) as live:
 
         def show(progress: DemoProgress) -> None:

@@ -39,7 +39,11 @@ def env_file() -> Path:
 
 class OpsSettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="SHOP_OPS_", env_nested_delimiter="__", extra="ignore"
+        # A refused value is never echoed: it may be a secret.
+        hide_input_in_errors=True,
+        env_prefix="SHOP_OPS_",
+        env_nested_delimiter="__",
+        extra="ignore",
     )
 
     order_api_url: str = "http://127.0.0.1:8001"

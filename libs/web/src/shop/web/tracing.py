@@ -31,5 +31,7 @@ def request_telemetry() -> TelemetryConfig:
         "operation_spans": False,
         "metrics": False,
         "logs": False,
+        # Only the service's tracing settings turn exporting on, never the environment.
+        "auto_configure": False,
         "exclude": _untraced,
     }

@@ -24,7 +24,11 @@ DEVELOPMENT_SESSION_SECRET: Final = "development-only-session-secret-do-not-depl
 
 class ConsoleSettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="SHOP_CONSOLE_", env_nested_delimiter="__", extra="ignore"
+        # A refused value is never echoed: it may be a secret.
+        hide_input_in_errors=True,
+        env_prefix="SHOP_CONSOLE_",
+        env_nested_delimiter="__",
+        extra="ignore",
     )
 
     environment: Literal["development", "test", "production"] = "development"

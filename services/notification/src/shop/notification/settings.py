@@ -70,7 +70,11 @@ class ShopSettings(BaseModel):
 
 class NotificationSettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="SHOP_NOTIFICATION_", env_nested_delimiter="__", extra="ignore"
+        # A refused value is never echoed: it may be a secret.
+        hide_input_in_errors=True,
+        env_prefix="SHOP_NOTIFICATION_",
+        env_nested_delimiter="__",
+        extra="ignore",
     )
 
     environment: Literal["development", "test", "production"] = "development"

@@ -16,7 +16,11 @@ DEVELOPMENT_JWT_SECRET = "development-only-secret-do-not-deploy"
 
 class OrderSettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="SHOP_ORDER_", env_nested_delimiter="__", extra="ignore"
+        # A refused value is never echoed: it may be a secret.
+        hide_input_in_errors=True,
+        env_prefix="SHOP_ORDER_",
+        env_nested_delimiter="__",
+        extra="ignore",
     )
 
     environment: Literal["development", "test", "production"] = "development"

@@ -17,7 +17,11 @@ DEVELOPMENT_MIDTRANS_SERVER_KEY = "SB-Mid-server-development-only"
 
 class PaymentSettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="SHOP_PAYMENT_", env_nested_delimiter="__", extra="ignore"
+        # A refused value is never echoed: it may be a secret.
+        hide_input_in_errors=True,
+        env_prefix="SHOP_PAYMENT_",
+        env_nested_delimiter="__",
+        extra="ignore",
     )
 
     environment: Literal["development", "test", "production"] = "development"

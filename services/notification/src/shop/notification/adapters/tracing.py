@@ -5,7 +5,7 @@ where the process does not trace."""
 from __future__ import annotations
 
 from opentelemetry import trace
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, StatusCode
 
 from shop.notification.ports import Email, EmailSender
 
@@ -17,7 +17,8 @@ class TracedEmailSender:
         self.inner = inner
 
     async def send(self, email: Email) -> None:
-        # No recipient on the span: traces leave the shop, customers' addresses do not.
+        # No recipient on the span, nor an error's text (a refusal names the address):
+        # traces leave the shop, customers' addresses do not.
         with _tracer.start_as_current_span(
             "send email",
             kind=SpanKind.CLIENT,
@@ -25,5 +26,12 @@ class TracedEmailSender:
                 "shop.email.message_id": email.message_id,
                 "shop.email.attachments": len(email.attachments),
             },
-        ):
-            await self.inner.send(email)
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            try:
+                await self.inner.send(email)
+            except Exception as error:
+                span.set_attribute("error.type", type(error).__name__)
+                span.set_status(StatusCode.ERROR, type(error).__name__)
+                raise
