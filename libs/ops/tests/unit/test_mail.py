@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from shop.ops.errors import OpsError
-from shop.ops.mail import captured, read_mail
+from shop.ops.mail import captured, captured_named, read_mail
 from shop.ops.settings import OpsSettings
 
 SENT = datetime(2026, 12, 3, 9, 30, tzinfo=UTC)
@@ -59,3 +59,18 @@ def test_without_a_mail_folder_the_reason_says_which_setting(tmp_path: Path) -> 
         asyncio.run(captured(OpsSettings()))
     with pytest.raises(OpsError, match="no folder"):
         asyncio.run(captured(OpsSettings(mail_dir=tmp_path / "missing")))
+
+
+def test_one_captured_email_is_read_by_its_name_and_nothing_outside_the_folder(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "mail"
+    folder.mkdir()
+    receipt_file(folder, "00001.eml")
+    receipt_file(tmp_path, "outside.eml")
+    settings = OpsSettings(mail_dir=folder)
+    found = asyncio.run(captured_named(settings, "00001.eml"))
+    assert found is not None
+    assert found.pdfs[0].content == b"%PDF-1.4 invoice"
+    assert asyncio.run(captured_named(settings, "00002.eml")) is None
+    assert asyncio.run(captured_named(settings, "../outside.eml")) is None

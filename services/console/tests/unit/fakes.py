@@ -212,6 +212,10 @@ class FakeOperations:
         self._fail()
         return list(self.mails)
 
+    async def captured_mail_named(self, name: str) -> CapturedMail | None:
+        self._fail()
+        return next((mail for mail in self.mails if mail.file_name == name), None)
+
 
 DOCUMENT: dict[str, Any] = {
     "asyncapi": "3.0.0",

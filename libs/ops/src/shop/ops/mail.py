@@ -63,13 +63,17 @@ def _date(header: object) -> datetime | None:
         return None
 
 
-def mail_files(settings: OpsSettings) -> list[Path]:
-    """The captured files, oldest first."""
+def _mail_dir(settings: OpsSettings) -> Path:
     if settings.mail_dir is None:
         raise OpsError("SHOP_OPS_MAIL_DIR is not set: name the SMTP sink's folder of e-mails")
     if not settings.mail_dir.is_dir():
         raise OpsError(f"no folder of captured e-mails at {settings.mail_dir}")
-    return sorted(settings.mail_dir.glob("*.eml"))
+    return settings.mail_dir
+
+
+def mail_files(settings: OpsSettings) -> list[Path]:
+    """The captured files, oldest first."""
+    return sorted(_mail_dir(settings).glob("*.eml"))
 
 
 async def captured(settings: OpsSettings, *, newest: int | None = None) -> list[CapturedMail]:
@@ -78,3 +82,15 @@ async def captured(settings: OpsSettings, *, newest: int | None = None) -> list[
     if newest is not None:
         files = files[-newest:] if newest > 0 else []
     return await asyncio.to_thread(lambda: [read_mail(path) for path in files])
+
+
+async def captured_named(settings: OpsSettings, file_name: str) -> CapturedMail | None:
+    """The captured e-mail of one file, read alone (None when there is no such file, or the
+    name is not a plain file name of the folder)."""
+    folder = _mail_dir(settings)
+    if Path(file_name).name != file_name or not file_name.endswith(".eml"):
+        return None
+    path = folder / file_name
+    if not path.is_file():
+        return None
+    return await asyncio.to_thread(read_mail, path)

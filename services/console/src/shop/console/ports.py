@@ -102,6 +102,10 @@ class Operations(Protocol):
         """The e-mails the development SMTP sink kept, newest first."""
         ...
 
+    async def captured_mail_named(self, name: str) -> CapturedMail | None:
+        """One of them by its file name, read alone; None when there is none."""
+        ...
+
 
 class Documents(Protocol):
     """The committed AsyncAPI documents, one per service."""

@@ -23,7 +23,7 @@ from shop.ops.deadletters import (
 from shop.ops.errors import OpsError
 from shop.ops.http import TIMEOUT
 from shop.ops.lag import ConsumerLag, consumer_lag
-from shop.ops.mail import CapturedMail, captured
+from shop.ops.mail import CapturedMail, captured, captured_named
 from shop.ops.outbox import OutboxStatus, service_outbox_status
 from shop.ops.services import consumer_groups, shop_services
 from shop.ops.settings import OpsSettings
@@ -111,6 +111,9 @@ class ShopOperations:
 
     async def captured_mail(self) -> list[CapturedMail]:
         return list(reversed(await captured(self.settings)))
+
+    async def captured_mail_named(self, name: str) -> CapturedMail | None:
+        return await captured_named(self.settings, name)
 
 
 def _ops_query(query: LetterQuery) -> DeadLetterQuery:

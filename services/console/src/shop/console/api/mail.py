@@ -31,10 +31,11 @@ and framed by the console's pages only."""
 
 
 async def _mail(ops: Ops, name: str) -> CapturedMail:
-    for mail in await ops.captured_mail():
-        if mail.file_name == name:
-            return mail
-    raise NotFound(f"no captured e-mail {name!r}")
+    # One file read, not the whole folder: the frame and each PDF ask again.
+    found = await ops.captured_mail_named(name)
+    if found is None:
+        raise NotFound(f"no captured e-mail {name!r}")
+    return found
 
 
 @router.get("/mail")
