@@ -518,6 +518,19 @@ def dlq_purge(  # noqa: PLR0917 - typer reads each option from a parameter
 # -- the bus and the outboxes ---------------------------------------------------------
 
 
+def counts_table(
+    title: str, columns: list[str], rows: list[list[str]], *, labels: int = 1
+) -> Table:
+    """A table whose first ``labels`` columns name things and the rest count them (right
+    aligned)."""
+    table = Table(title=title)
+    for index, column in enumerate(columns):
+        table.add_column(column, justify="left" if index < labels else "right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
 @outbox_app.command("status")
 def outbox_status_command(as_json: Json = False) -> None:
     """Each service's outbox: rows waiting to be published, the oldest one's age, rows
@@ -526,19 +539,22 @@ def outbox_status_command(as_json: Json = False) -> None:
     if as_json:
         show_json(statuses)
         return
-    table = Table(title="outbox")
-    table.add_column("service")
-    for column in ("unsent", "oldest unsent", "scheduled", "sent (kept)"):
-        table.add_column(column, justify="right")
-    for status in statuses:
-        table.add_row(
-            status.service,
-            str(status.unsent),
-            seconds(status.oldest_unsent_age_seconds) if status.unsent else "-",
-            str(status.scheduled),
-            str(status.sent_kept),
+    out.print(
+        counts_table(
+            "outbox",
+            ["service", "unsent", "oldest unsent", "scheduled", "sent (kept)"],
+            [
+                [
+                    status.service,
+                    str(status.unsent),
+                    seconds(status.oldest_unsent_age_seconds) if status.unsent else "-",
+                    str(status.scheduled),
+                    str(status.sent_kept),
+                ]
+                for status in statuses
+            ],
         )
-    out.print(table)
+    )
 
 
 @app.command("lag")
@@ -548,13 +564,14 @@ def lag_command(as_json: Json = False) -> None:
     if as_json:
         show_json(lags)
         return
-    table = Table(title="consumer lag")
-    table.add_column("group")
-    table.add_column("topic or queue")
-    table.add_column("waiting", justify="right")
-    for lag in lags:
-        table.add_row(lag.group, lag.source, str(lag.waiting))
-    out.print(table)
+    out.print(
+        counts_table(
+            "consumer lag",
+            ["group", "topic or queue", "waiting"],
+            [[lag.group, lag.source, str(lag.waiting)] for lag in lags],
+            labels=2,
+        )
+    )
 
 
 @app.command("consumers")
@@ -564,19 +581,22 @@ def consumers_command(as_json: Json = False) -> None:
     if as_json:
         show_json(counts)
         return
-    table = Table(title="consumers")
-    table.add_column("group")
-    for column in ("processed", "failed", "retried", "dead-lettered"):
-        table.add_column(column, justify="right")
-    for count in counts:
-        table.add_row(
-            count.group,
-            str(count.processed),
-            str(count.failed),
-            str(count.retried),
-            str(count.dead_lettered),
+    out.print(
+        counts_table(
+            "consumers",
+            ["group", "processed", "failed", "retried", "dead-lettered"],
+            [
+                [
+                    count.group,
+                    str(count.processed),
+                    str(count.failed),
+                    str(count.retried),
+                    str(count.dead_lettered),
+                ]
+                for count in counts
+            ],
         )
-    out.print(table)
+    )
 
 
 # -- one order, and the e-mails -------------------------------------------------------
