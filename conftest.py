@@ -11,3 +11,17 @@ The plugin also marks each test by its tier folder (``unit/``, ``integration/``,
 ``contract/``, ``e2e/``, ``chaos/``). The table of fixtures, and the helpers of
 ``shop.devstack.testing`` and ``shop.messaging.testing``, are in ``libs/devstack/README.md``.
 """
+
+from collections.abc import Iterator
+
+import pytest
+
+from shop.messaging.testing import stop_recording_spans
+
+
+@pytest.fixture(autouse=True)
+def _untraced_after_each_test() -> Iterator[None]:
+    """A test that records spans (``recording_spans``) or configures tracing leaves none on
+    for the next one, which runs as an untraced process does."""
+    yield
+    stop_recording_spans()

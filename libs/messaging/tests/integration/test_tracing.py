@@ -66,14 +66,18 @@ async def test_request_relay_handler_and_what_it_publishes_share_one_trace(
 
     finished = {s.name: s for s in spans.get_finished_spans()}
     server = request.get_span_context()
-    consumer = finished["process order.created"]
-    for name in ("send order.created", "process order.created"):
-        parent = finished[name].parent
-        assert parent is not None
-        assert (parent.trace_id, parent.span_id) == (server.trace_id, server.span_id), name
-    assert finished["send order.created"].kind == SpanKind.PRODUCER
+    send, consumer = finished["send order.created"], finished["process order.created"]
+    # request → send → process: the relay's span is the request's child, the handler's
+    # the relay's, linked to the request where the row was written.
+    assert send.kind == SpanKind.PRODUCER
+    assert send.parent is not None
+    assert (send.parent.trace_id, send.parent.span_id) == (server.trace_id, server.span_id)
     assert consumer.kind == SpanKind.CONSUMER
     assert consumer.context is not None
+    assert send.context is not None
+    assert consumer.parent is not None
+    assert consumer.parent.span_id == send.context.span_id
+    assert [link.context.span_id for link in consumer.links] == [server.span_id]
     # The handler's OrderPaid continues the trace from the handler's span.
     async with sessions() as session:
         bodies = (await session.execute(select(outbox.c.body).order_by(outbox.c.id))).scalars()
@@ -163,13 +167,11 @@ def test_one_orders_trace_holds_spans_of_four_processes_with_one_trace_id(
         ("payment-service", "worker", "CONSUMER"),
     ]
     request = by_kind["order-service", "api", "SERVER"]
+    send = by_kind["order-service", "relay", "PRODUCER"]
     assert request.parent_span_id is None
-    for child in (
-        ("order-service", "relay", "PRODUCER"),
-        ("notification-service", "worker", "CONSUMER"),
-        ("payment-service", "worker", "CONSUMER"),
-    ):
-        assert by_kind[child].parent_span_id == request.span_id, child
+    assert send.parent_span_id == request.span_id
+    for service in ("notification-service", "payment-service"):
+        assert by_kind[service, "worker", "CONSUMER"].parent_span_id == send.span_id, service
     for service in ("notification-service", "payment-service"):
         consumer = by_kind[service, "worker", "CONSUMER"]
         assert consumer.attributes["messaging.consumer.group.name"] == service

@@ -24,7 +24,7 @@ from shop.messaging.logging import add_trace_ids, configure_logging
 from shop.messaging.message import Delivery
 from shop.messaging.outbox import add_on_connection
 from shop.messaging.pipeline import Pipeline
-from shop.messaging.testing import outgoing, recording_spans
+from shop.messaging.testing import outgoing, recording_spans, stop_recording_spans
 from shop.messaging.tracing import (
     MESSAGE_KEY,
     TracingSettings,
@@ -32,6 +32,7 @@ from shop.messaging.tracing import (
     current_traceparent,
     publishing,
     read_spans,
+    recording,
     tracer_provider,
 )
 
@@ -147,6 +148,42 @@ async def test_a_handler_runs_in_a_consumer_span_child_of_the_envelopes_tracepar
     assert effect.traceparent == traceparent_of(consumer)
 
 
+async def test_the_consumer_span_is_a_child_of_the_relays_and_linked_to_the_row() -> None:
+    spans = recording_spans()
+    delivery = order_created()
+    sent_by_relay = "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01"
+    await Pipeline(Router("payment-service")).process(
+        dataclasses.replace(delivery, headers={**delivery.headers, h.TRACEPARENT: sent_by_relay})
+    )
+    consumer = only(list(spans.get_finished_spans()), SpanKind.CONSUMER)
+    assert consumer.parent is not None
+    assert f"{consumer.parent.span_id:016x}" == sent_by_relay.split("-")[2]
+    [link] = consumer.links
+    assert f"{link.context.span_id:016x}" == INCOMING.split("-")[2]
+
+
+async def test_a_malformed_traceparent_header_falls_back_on_the_envelopes() -> None:
+    spans = recording_spans()
+    delivery = order_created()
+    await Pipeline(Router("payment-service")).process(
+        dataclasses.replace(delivery, headers={**delivery.headers, h.TRACEPARENT: "00-zz"})
+    )
+    consumer = only(list(spans.get_finished_spans()), SpanKind.CONSUMER)
+    assert consumer.parent is not None
+    assert f"{consumer.parent.span_id:016x}" == INCOMING.split("-")[2]
+    assert not consumer.links
+
+
+async def test_tracing_is_off_again_after_a_test_that_recorded_spans() -> None:
+    """The workspace's conftest takes the provider away after each test: here there is
+    none, whatever ran before."""
+    assert not recording()
+    recording_spans()
+    assert recording()
+    stop_recording_spans()
+    assert not recording()
+
+
 async def test_a_retry_and_a_dead_letter_mark_the_span_as_failed_and_say_why() -> None:
     spans = recording_spans()
     router = Router("notification-service")
@@ -192,10 +229,21 @@ async def test_the_relay_sends_each_message_in_a_producer_span_child_of_its_row(
     other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     second = outgoing(wrap(event, key="b", traceparent=other))
 
-    with pytest.raises(PublishError), publishing([first, second], system="sqs", relay="outbox"):
+    with (
+        pytest.raises(PublishError),
+        publishing([first, second], system="sqs", relay="outbox") as messages,
+    ):
         raise PublishError({1}, ConnectionError("one refused"))
 
     sent, refused = spans.get_finished_spans()
+    # Each message goes out carrying its PRODUCER span's context, and nothing else changed.
+    assert [m.headers[h.TRACEPARENT] for m in messages] == [
+        traceparent_of(sent),
+        traceparent_of(refused),
+    ]
+    for message, row in zip(messages, (first, second), strict=True):
+        assert message.body == row.body
+        assert {**message.headers, h.TRACEPARENT: None} == {**row.headers, h.TRACEPARENT: None}
     for span, traceparent in ((sent, INCOMING), (refused, other)):
         assert span.kind == SpanKind.PRODUCER
         assert span.name == "send order.created"

@@ -229,9 +229,12 @@ class Relay:
         return _Batch(rows, messages, asyncio.create_task(self._publish(messages)))
 
     async def _publish(self, messages: list[OutgoingMessage]) -> None:
-        # A PRODUCER span per row, a child of the trace its row was written in.
-        with tracing.publishing(messages, system=self.transport.name, relay=self.settings.name):
-            await self.transport.publish(messages)
+        # A PRODUCER span per row, a child of the trace its row was written in; each message
+        # goes out with its span's traceparent.
+        with tracing.publishing(
+            messages, system=self.transport.name, relay=self.settings.name
+        ) as outgoing:
+            await self.transport.publish(outgoing)
 
     async def _settle(self, connection: asyncpg.Connection, batch: _Batch) -> bool:
         """Wait for ``batch``'s publication and mark what went out; False if some did not."""

@@ -15,6 +15,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.util._once import Once
 
 from shop.contracts import Envelope, encode
 from shop.messaging.message import OutgoingMessage
@@ -159,17 +160,31 @@ async def running(worker: Worker, *, start_within: float = 60.0) -> AsyncIterato
 def recording_spans() -> InMemorySpanExporter:
     """The spans this test process finishes from now on, in memory (emptied at each call).
 
-    A process has one TracerProvider, set once: the first call sets one that keeps spans in
-    memory (or adds the memory to the one already set), and tracing is on for the rest of
-    the test run. ``get_finished_spans()`` gives the spans, in the order they ended."""
+    The first call of a test sets a TracerProvider that keeps spans in memory; tracing is
+    then on until :func:`stop_recording_spans` (the workspace's ``conftest.py`` calls it
+    after every test). ``get_finished_spans()`` gives the spans, in the order they ended."""
     global _recorded  # noqa: PLW0603  # one per process, as the TracerProvider is
     if _recorded is None:
         exporter = InMemorySpanExporter()
-        provider = trace.get_tracer_provider()
-        if not isinstance(provider, TracerProvider):
-            provider = TracerProvider()
-            trace.set_tracer_provider(provider)
+        provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
         _recorded = exporter
     _recorded.clear()
     return _recorded
+
+
+def stop_recording_spans() -> None:
+    """Take away the process's TracerProvider, whoever set it, so that the next test runs
+    untraced, as a process with the ``none`` exporter does."""
+    global _recorded  # noqa: PLW0603
+    _recorded = None
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, trace.ProxyTracerProvider):
+        return
+    if isinstance(provider, TracerProvider):
+        provider.shutdown()
+    # OpenTelemetry's API lets a process set its provider only once; its own test utilities
+    # (opentelemetry.test.globals_test) undo it the same way.
+    trace._TRACER_PROVIDER_SET_ONCE = Once()
+    trace._TRACER_PROVIDER = None

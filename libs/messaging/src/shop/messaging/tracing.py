@@ -1,11 +1,14 @@
 """Traces across the processes, with OpenTelemetry: one trace per checkout, from the HTTP
 request through the outbox row, the relay's publish and every handler it leads to.
 
-The envelope's ``traceparent`` (W3C Trace Context) carries the trace between processes:
-:func:`~shop.messaging.outbox.add` stamps it from the span current when the row is written
-(the request's, or the handler's), the relay's PRODUCER span and each consumer's CONSUMER
-span are its children, and whatever a handler adds to the outbox is a child of the
-handler's span. The HTTP request's SERVER span is FastAPI's own (:mod:`shop.web.tracing`).
+The trace goes from process to process in W3C Trace Context ``traceparent`` values:
+:func:`~shop.messaging.outbox.add` stamps the envelope's from the span current when the row
+is written (the request's, or the handler's); the relay's PRODUCER span is its child and
+sends its own context in the message's ``traceparent`` header; each consumer's CONSUMER
+span is a child of that header (linked to the envelope's, where the row was written), and
+whatever a handler adds to the outbox is a child of the handler's span. So a trace reads
+request → send → process → send → process. The HTTP request's SERVER span is FastAPI's own
+(:mod:`shop.web.tracing`).
 
 Tracing is on in a process once :func:`configure_tracing` has set its TracerProvider; with
 the ``none`` exporter (the default) nothing is set and OpenTelemetry's no-op tracer stays:
@@ -19,6 +22,7 @@ processes at once.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -44,6 +48,7 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import (
     INVALID_SPAN,
+    Link,
     NonRecordingSpan,
     Span,
     SpanContext,
@@ -77,9 +82,7 @@ _PUBLISHING_SYSTEMS: Final = {"kafka": "kafka", "sqs": "aws.sns"}
 """``messaging.system`` by transport name (the memory transport keeps its own name); on
 SQS, messages are published to SNS and consumed from SQS."""
 
-_tracer = trace.get_tracer("shop.messaging")
 _TRACEPARENT: Final = re.compile(TRACEPARENT_PATTERN)
-_recording = False
 
 
 class TracingSettings(BaseModel):
@@ -165,11 +168,14 @@ def _processor(settings: TracingSettings, resource: Resource) -> SpanProcessor:
 
 def recording() -> bool:
     """Whether this process has a TracerProvider (else spans cost nothing and record
-    nothing, and the relay makes none). Once set, a process's provider stays."""
-    global _recording  # noqa: PLW0603  # one provider per process, set once
-    if not _recording:
-        _recording = not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
-    return _recording
+    nothing, and the relay makes none)."""
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def _tracer() -> trace.Tracer:
+    # Asked of the provider in use each time, not kept: a test may replace the provider
+    # (shop.messaging.testing), and a kept ProxyTracer would stay with the first.
+    return trace.get_tracer_provider().get_tracer("shop.messaging")
 
 
 # --- trace context on envelopes ------------------------------------------------------
@@ -179,8 +185,10 @@ def current_traceparent() -> str | None:
     """The W3C ``traceparent`` of the span current in this task, for a new envelope; None
     outside any trace."""
     context = trace.get_current_span().get_span_context()
-    if not context.is_valid:
-        return None
+    return _traceparent(context) if context.is_valid else None
+
+
+def _traceparent(context: SpanContext) -> str:
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{context.trace_flags:02x}"
 
 
@@ -224,10 +232,12 @@ def consuming(
     system: str | None,
 ) -> Iterator[Span]:
     """The CONSUMER span of one delivery, current while it is handled: a child of the
-    envelope's ``traceparent`` (of the header's when the body cannot be decoded). Without
-    a TracerProvider it is the incoming context itself, so that logs and published
-    envelopes still carry the trace."""
-    traceparent = envelope.traceparent if envelope else delivery.headers.get(h.TRACEPARENT)
+    relay's PRODUCER span, whose context the ``traceparent`` header carries, and linked to
+    the envelope's ``traceparent`` where the two differ (a message published by a relay that
+    does not trace carries the envelope's own). Without a TracerProvider it is the incoming
+    context itself, so that logs and published envelopes still carry the trace."""
+    written_in = envelope.traceparent if envelope else None
+    traceparent = _sent_traceparent(delivery) or written_in
     if not recording():
         # No span to record: the incoming context alone is made current (or none at all).
         remote = _remote_span_context(traceparent)
@@ -238,10 +248,12 @@ def consuming(
             yield incoming
         return
     message_type = envelope.type if envelope else delivery.headers.get(h.MESSAGE_TYPE)
-    span = _tracer.start_span(
+    origin = _remote_span_context(written_in) if written_in != traceparent else None
+    span = _tracer().start_span(
         f"process {message_type or 'message'}",
         context=parent_context(traceparent),
         kind=SpanKind.CONSUMER,
+        links=[Link(origin)] if origin else None,
     )
     if span.is_recording():
         attributes: dict[str, Any] = {
@@ -265,6 +277,12 @@ def consuming(
         span.set_attributes(attributes)
     with trace.use_span(span, end_on_exit=True, record_exception=False):
         yield span
+
+
+def _sent_traceparent(delivery: Delivery) -> str | None:
+    """The header's ``traceparent``, if it is one (a malformed header counts as none)."""
+    value = delivery.headers.get(h.TRACEPARENT)
+    return value if _remote_span_context(value) else None
 
 
 def record_outcome(span: Span, outcome: Outcome, *, subscriber_id: str | None) -> None:
@@ -296,16 +314,20 @@ def record_outcome(span: Span, outcome: Outcome, *, subscriber_id: str | None) -
 
 
 @contextmanager
-def publishing(messages: Sequence[OutgoingMessage], *, system: str, relay: str) -> Iterator[None]:
-    """A PRODUCER span per message while the relay publishes ``messages``, each a child of
-    its row's ``traceparent``; those the transport did not confirm end as errors. Nothing
-    at all without a TracerProvider (a batch is a thousand rows)."""
+def publishing(
+    messages: Sequence[OutgoingMessage], *, system: str, relay: str
+) -> Iterator[Sequence[OutgoingMessage]]:
+    """A PRODUCER span per message while the relay publishes them, each a child of its
+    row's ``traceparent``; those the transport did not confirm end as errors. Yields the
+    messages to send: each with its span's context in its ``traceparent`` header, so that
+    its consumers' spans are the span's children. Without a TracerProvider, no span and
+    ``messages`` as they are (a batch is a thousand rows)."""
     if not recording():
-        yield
+        yield messages
         return
     spans = [_producer_span(message, system=system, relay=relay) for message in messages]
     try:
-        yield
+        yield [_sent_from(span, message) for span, message in zip(spans, messages, strict=True)]
     except PublishError as error:
         for i in error.failed:
             spans[i].set_status(StatusCode.ERROR, str(error))
@@ -317,6 +339,14 @@ def publishing(messages: Sequence[OutgoingMessage], *, system: str, relay: str) 
     finally:
         for span in spans:
             span.end()
+
+
+def _sent_from(span: Span, message: OutgoingMessage) -> OutgoingMessage:
+    context = span.get_span_context()
+    if not context.is_valid:
+        return message  # a no-op span: the row's own traceparent goes on
+    headers = {**message.headers, h.TRACEPARENT: _traceparent(context)}
+    return dataclasses.replace(message, headers=headers)
 
 
 def _producer_span(message: OutgoingMessage, *, system: str, relay: str) -> Span:
@@ -335,7 +365,7 @@ def _producer_span(message: OutgoingMessage, *, system: str, relay: str) -> Span
         attributes["messaging.message.id"] = headers[h.EVENT_ID]
     if h.CORRELATION_ID in headers:
         attributes["messaging.message.conversation_id"] = headers[h.CORRELATION_ID]
-    return _tracer.start_span(
+    return _tracer().start_span(
         f"send {message_type}",
         context=parent_context(headers.get(h.TRACEPARENT)),
         kind=SpanKind.PRODUCER,
