@@ -189,3 +189,27 @@ async def test_logging_out_ends_the_session(client: httpx.AsyncClient) -> None:
     assert out.headers["location"] == "/login"
     assert "logged out" in (await client.get("/login")).text
     assert (await client.get("/orders")).status_code == 303
+
+
+async def test_repeated_failures_lock_the_client_out_even_with_the_right_password(
+    client: httpx.AsyncClient,
+) -> None:
+    for _ in range(SETTINGS.login_max_failures):
+        assert (await log_in(client, ADMIN, "guess")).status_code == 401
+
+    locked = await log_in(client, ADMIN, PASSWORD)
+
+    assert locked.status_code == 429
+    assert "Too many failed logins" in locked.text
+    assert 0 < int(locked.headers["retry-after"]) <= SETTINGS.login_failure_window_seconds
+    assert (await client.get("/orders")).status_code == 303
+
+
+async def test_a_successful_login_forgets_the_earlier_failures(client: httpx.AsyncClient) -> None:
+    for _ in range(SETTINGS.login_max_failures - 1):
+        await log_in(client, ADMIN, "guess")
+    assert (await log_in(client, ADMIN, PASSWORD)).status_code == 303
+    page = await client.get("/orders")
+    await client.post("/logout", data={"csrf_token": csrf_of(page)})
+
+    assert (await log_in(client, ADMIN, "one more guess")).status_code == 401

@@ -44,6 +44,10 @@ class ConsoleSettings(BaseSettings):
     """Send the session cookie over HTTPS only (required in production)."""
     asyncapi_dir: Path = DEFAULT_DOCUMENT_DIR
     """The committed AsyncAPI documents, one ``<service>.json`` each."""
+    login_max_failures: int = Field(default=5, ge=1)
+    """Failed logins a client may make inside ``login_failure_window_seconds``; the next
+    try is refused (429) until the oldest of them is that old."""
+    login_failure_window_seconds: float = Field(default=900.0, gt=0)
     redrive_per_second: float = Field(default=5.0, gt=0)
     """The rate of a redrive of every matching dead letter."""
     log_json: bool = True

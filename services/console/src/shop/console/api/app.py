@@ -12,6 +12,7 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from shop.console.api import asyncapi, auth, bus, deadletters, errors, health, mail, orders
 from shop.console.api.rendering import STATIC
+from shop.console.domain.throttle import LoginThrottle
 from shop.console.ports import Sources
 from shop.console.settings import ConsoleSettings
 from shop.web.guards import BodyLimit
@@ -42,6 +43,9 @@ def create_app(settings: ConsoleSettings, sources: Sources) -> FastAPI:
     app.state.settings = settings
     app.state.sources = sources
     app.state.registry = registry
+    app.state.login_throttle = LoginThrottle(
+        max_failures=settings.login_max_failures, window=settings.login_failure_window_seconds
+    )
     for router in (
         auth.router,
         orders.router,

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse
 from starlette.responses import Response
 
-from shop.console.api.dependencies import CsrfChecked, Settings
+from shop.console.api.dependencies import CsrfChecked, Settings, Throttle
 from shop.console.api.rendering import render
 from shop.console.api.security import (
     credentials_match,
@@ -22,6 +22,7 @@ from shop.console.api.security import (
 router = APIRouter()
 
 WRONG_CREDENTIALS = "That user name and password do not match. Try again."
+TOO_MANY_TRIES = "Too many failed logins from your address. Try again in {} seconds."
 
 
 @router.get("/login")
@@ -37,22 +38,53 @@ async def login_form(
 async def login(
     request: Request,
     _: CsrfChecked,
+    *,
     settings: Settings,
+    throttle: Throttle,
     username: Annotated[str, Form(max_length=200)] = "",
     password: Annotated[str, Form(max_length=2048)] = "",
     next_page: Annotated[str, Form(alias="next", max_length=500)] = "/",
 ) -> Response:
-    if not await credentials_match(settings, username, password):
-        return render(
+    client = request.client.host if request.client else "unknown"
+    wait = throttle.wait_before_next_try(client)
+    if wait:
+        # Refused before the password is even hashed: a guess costs the guesser, not us.
+        return _refused(
             request,
-            "login.html",
-            status_code=401,
-            next_page=safe_next(next_page),
-            error=WRONG_CREDENTIALS,
-            user_name=username,
+            next_page,
+            username,
+            status_code=429,
+            error=TOO_MANY_TRIES.format(wait),
+            retry_after=wait,
         )
+    if not await credentials_match(settings, username, password):
+        throttle.failed(client)
+        return _refused(request, next_page, username, status_code=401, error=WRONG_CREDENTIALS)
+    throttle.succeeded(client)
     log_in(request, username)
     return RedirectResponse(safe_next(next_page), status_code=303)
+
+
+def _refused(
+    request: Request,
+    next_page: str,
+    username: str,
+    *,
+    status_code: int,
+    error: str,
+    retry_after: int | None = None,
+) -> Response:
+    response = render(
+        request,
+        "login.html",
+        status_code=status_code,
+        next_page=safe_next(next_page),
+        error=error,
+        user_name=username,
+    )
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
+    return response
 
 
 @router.post("/logout")

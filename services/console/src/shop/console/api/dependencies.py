@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import Depends, Form, Path, Query, Request
 
 from shop.console.api.security import check_csrf, require_user
+from shop.console.domain.throttle import LoginThrottle
 from shop.console.ports import Documents, Operations, OrderDirectory, Sources
 from shop.console.settings import ConsoleSettings
 
@@ -36,6 +37,11 @@ async def _documents(request: Request) -> Documents:
     return (await _sources(request)).documents
 
 
+async def _login_throttle(request: Request) -> LoginThrottle:
+    throttle: LoginThrottle = request.app.state.login_throttle
+    return throttle
+
+
 async def _user(request: Request) -> str:
     return require_user(request)
 
@@ -44,6 +50,7 @@ Settings = Annotated[ConsoleSettings, Depends(_settings)]
 Orders = Annotated[OrderDirectory, Depends(_orders)]
 Ops = Annotated[Operations, Depends(_operations)]
 AsyncApiDocuments = Annotated[Documents, Depends(_documents)]
+Throttle = Annotated[LoginThrottle, Depends(_login_throttle)]
 
 User = Annotated[str, Depends(_user)]
 """The logged-in user; anyone else is sent to the login form (a redirect)."""
