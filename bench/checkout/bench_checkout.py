@@ -34,17 +34,15 @@ import aiohttp
 import asyncpg
 import httpx
 import uvloop
-from pydantic import SecretStr
 
 from shop.devstack.cpu import CORES, machine_ticks, own_seconds, process_seconds, tree_seconds
+from shop.devstack.identity import issue_token
 from shop.devstack.parts import postgres_part
 from shop.devstack.postgres import EmbeddedPostgres
 from shop.devstack.process import ManagedProcess, free_port, port_accepts
 from shop.devstack.settings import DevstackSettings
 from shop.order.adapters.catalogue import SEED_PRODUCTS
-from shop.order.api.auth import issue_token
 from shop.order.migrations import migrate
-from shop.order.settings import OrderSettings
 
 HERE = Path(__file__).resolve().parent
 JWT_SECRET = "bench-secret-of-the-checkout-benchmark"
@@ -190,10 +188,9 @@ def baskets(count: int, skus: list[str]) -> list[bytes]:
 
 
 def customer_tokens() -> list[str]:
-    settings = OrderSettings(jwt_secret=SecretStr(JWT_SECRET))
     hours = timedelta(hours=2)
     return [
-        issue_token(settings, f"cust_bench_{i}", f"bench{i}@example.com", valid_for=hours)
+        issue_token(JWT_SECRET, f"cust_bench_{i}", f"bench{i}@example.com", valid_for=hours)
         for i in range(CUSTOMERS)
     ]
 

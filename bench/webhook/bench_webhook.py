@@ -29,10 +29,10 @@ from pathlib import Path
 
 import aiohttp
 
+from shop.devstack.gateway import SHOP_SIGNATURE_HEADER, shop_signature
 from shop.devstack.parts import postgres_part
 from shop.devstack.process import ManagedProcess, free_port, port_accepts
 from shop.devstack.settings import DevstackSettings
-from shop.payment.domain import shop_format
 from shop.payment.migrations import migrate
 
 HERE = Path(__file__).resolve().parent
@@ -80,7 +80,7 @@ def signed_request() -> tuple[bytes, dict[str, str]]:
         }
     ).encode()
     headers = {
-        shop_format.SIGNATURE_HEADER: shop_format.sign(body, SECRET, int(time.time())),
+        SHOP_SIGNATURE_HEADER: shop_signature(body, SECRET, int(time.time())),
         "Content-Type": "application/json",
     }
     return body, headers

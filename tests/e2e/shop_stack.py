@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-import typer
 
+from shop.devstack import gateway
 from shop.devstack.testing import wait_for_ready
-from shop.payment import gateway
-from shop.payment.settings import PaymentSettings
+from shop.ops.payments import NoPaymentOpened, payment_due
+from shop.ops.settings import OpsSettings
+from shop.payment.settings import DEVELOPMENT_MIDTRANS_SERVER_KEY, DEVELOPMENT_WEBHOOK_SECRET
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,9 +70,11 @@ class RunningShop:
         return (self.workdir / "logs" / f"{process}.log").read_text(errors="replace")
 
     def customer_token(self) -> str:
+        """A token from ``shopctl token``, as a developer gets one."""
+        env = {**self.process_env, "SHOP_OPS_ENV_FILE": str(self.workdir / "shop.env")}
         return subprocess.run(
-            [sys.executable, "-m", "shop.order", "token"],
-            capture_output=True, text=True, check=True, cwd=ROOT, env=self.process_env,
+            [sys.executable, "-m", "shop.console.shopctl", "token"],
+            capture_output=True, text=True, check=True, cwd=ROOT, env=env,
         ).stdout.strip()  # fmt: skip
 
     def checkout(
@@ -102,25 +105,19 @@ class RunningShop:
         return str(json.loads(body)["status"])
 
     def gateway_pays(self, order: dict[str, object]) -> bool:
-        """The development gateway notifies payment-service that ``order`` is paid; False
-        while payment-service has not opened the payment yet."""
-        settings = PaymentSettings(database_url=self.env["SHOP_OPS_PAYMENT_DATABASE_URL"])
+        """The development payment gateway notifies payment-service that ``order`` is paid,
+        for the amount payment-service opened its payment for; False while it has not opened
+        it yet."""
+        reading = OpsSettings(payment_database_url=self.env["SHOP_OPS_PAYMENT_DATABASE_URL"])
         try:
-            found = gateway.find_order(settings, str(order["number"]))
-        except typer.BadParameter:
+            due = asyncio.run(payment_due(reading, str(order["number"])))
+        except NoPaymentOpened:
             return False  # its OrderCreated has not reached payment-service yet
-        sequence = gateway.notices(
-            settings,
-            found,
-            fmt=gateway.Format.SHOP,
-            amount=found.amount,
-            fail=False,
-            times=1,
-            out_of_order=False,
-        )
-        url = self.env["SHOP_OPS_PAYMENT_API_URL"]
-        answers = asyncio.run(gateway.send(url, sequence, concurrently=False))
-        return all(status == 200 for _, status, _ in answers)
+        # The stack runs payment-service on its development secrets.
+        keys = gateway.SigningKeys(DEVELOPMENT_WEBHOOK_SECRET, DEVELOPMENT_MIDTRANS_SERVER_KEY)
+        sequence = gateway.notices(gateway.Payment(due.order_id, due.amount, due.currency), keys)
+        answers = asyncio.run(gateway.send(self.env["SHOP_OPS_PAYMENT_API_URL"], sequence))
+        return all(answer.accepted for answer in answers)
 
 
 def read_env_file(path: Path) -> dict[str, str]:

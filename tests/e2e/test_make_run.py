@@ -122,7 +122,7 @@ def test_shopctl_demo_completes_every_order_even_with_a_failing_provider(
         assert summary.checkout.count == orders
         # The command itself, as a person runs it: exit 0 and a summary to read.
         command = subprocess.run(
-            [sys.executable, "-m", "shop.ops", "demo", "--orders", "10", "--json"],
+            [sys.executable, "-m", "shop.console.shopctl", "demo", "--orders", "10", "--json"],
             capture_output=True, text=True, check=False, timeout=180,
             env={**os.environ, "SHOP_OPS_ENV_FILE": str(shop.workdir / "shop.env")},
         )  # fmt: skip

@@ -13,12 +13,12 @@ from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from shop.database import create_engine, session_factory
+from shop.devstack.identity import issue_token
 from shop.devstack.kafka import KafkaCluster
 from shop.messaging import MessagingSettings
 from shop.messaging.testing import on_kafka
 from shop.order.adapters.catalogue import seed_catalogue
 from shop.order.api.app import create_app
-from shop.order.api.auth import issue_token
 from shop.order.bootstrap import postgres_stores
 from shop.order.migrations import migrate_async
 from shop.order.settings import OrderSettings
@@ -77,7 +77,13 @@ def token_for(order_settings: OrderSettings) -> TokenFor:
         email: str = "ayu@example.com",
         valid_for: timedelta = timedelta(hours=1),
     ) -> str:
-        return issue_token(order_settings, customer_id, email, valid_for=valid_for)
+        return issue_token(
+            order_settings.jwt_secret.get_secret_value(),
+            customer_id,
+            email,
+            valid_for=valid_for,
+            audience=order_settings.jwt_audience,
+        )
 
     return token
 

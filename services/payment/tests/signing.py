@@ -1,4 +1,6 @@
-"""Notifications signed as each gateway signs them, for tests."""
+"""Notifications signed as each gateway signs them, for tests: by the development payment
+gateway (:mod:`shop.devstack.gateway`), which signs from each format's definition and not
+with this service's code, so that a verifier that drifts from the definition fails here."""
 
 from __future__ import annotations
 
@@ -6,7 +8,7 @@ import json
 import time
 from typing import Any
 
-from shop.payment.domain import midtrans, shop_format
+from shop.devstack import gateway
 
 SECRET = "whsec_test-secret-of-the-payment-tests"
 OLD_SECRET = "whsec_the-secret-being-rotated-out"
@@ -15,7 +17,7 @@ SERVER_KEY = "SB-Mid-server-test-key"
 
 def sign_shop(body: bytes, *, secret: str = SECRET, at: float | None = None) -> str:
     """The ``Payment-Signature`` a gateway of the shop's format sends with ``body``."""
-    return shop_format.sign(body, secret, int(time.time() if at is None else at))
+    return gateway.shop_signature(body, secret, int(time.time() if at is None else at))
 
 
 def shop_request(
@@ -26,7 +28,7 @@ def shop_request(
     return {
         "content": body,
         "headers": {
-            "Payment-Signature": sign_shop(body, secret=secret, at=at),
+            gateway.SHOP_SIGNATURE_HEADER: sign_shop(body, secret=secret, at=at),
             "Content-Type": "application/json",
         },
     }
@@ -36,7 +38,7 @@ def midtrans_request(payload: dict[str, Any], *, server_key: str = SERVER_KEY) -
     """What Midtrans sends: its notification with the signature_key it computes."""
     signed = {
         **payload,
-        "signature_key": midtrans.signature_key(
+        "signature_key": gateway.midtrans_signature_key(
             payload["order_id"], payload["status_code"], payload["gross_amount"], server_key
         ),
     }

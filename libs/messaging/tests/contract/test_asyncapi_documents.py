@@ -1,4 +1,4 @@
-"""The committed AsyncAPI documents (``contracts/asyncapi/``): one per service, valid
+"""The committed AsyncAPI documents (``shop.contracts.asyncapi``): one per service, valid
 AsyncAPI 3.0.0, carrying the contracts' snapshot schemas, and what the code describes now;
 a contract change they do not reflect fails ``python -m shop.messaging.asyncapi check``."""
 
@@ -101,14 +101,14 @@ def test_a_document_of_no_service_or_a_missing_one_fails(tmp_path: Path) -> None
 @pytest.fixture
 def contracts_copy(tmp_path: Path) -> Path:
     copy = tmp_path / "contracts"
-    for folder in ("src", "schemas", "asyncapi"):
+    for folder in ("src", "schemas"):
         shutil.copytree(CONTRACTS_ROOT / folder, copy / folder)
     return copy
 
 
 def run_check(copy: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    # The copy comes first on the path, so `shop.contracts` (and with it the default
-    # documents folder) is imported from it.
+    # The copy comes first on the path, so `shop.contracts` (and with it the documents'
+    # package, the default folder) is imported from it.
     env = {**os.environ, "PYTHONPATH": str(copy / "src"), "COLUMNS": "200"}
     return subprocess.run(
         [sys.executable, "-m", "shop.messaging.asyncapi", "check", *args],
@@ -132,7 +132,7 @@ def test_a_contract_change_not_in_the_documents_fails_until_they_are_updated(
     stale = run_check(contracts_copy)
 
     assert stale.returncode == 1
-    documents = contracts_copy / "asyncapi"
+    documents = contracts_copy / "src" / "shop" / "contracts" / "asyncapi"
     for service in SERVICES:  # order-service sends OrderCreated, the two others read it
         assert f"STALE {documents / service}.json" in stale.stderr
     assert f"run `{UPDATE_COMMAND}`" in stale.stderr

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from shop.contracts import CancelUnpaidOrder, ConsumerGroup, OrderCreated, PaymentReceived
+from shop.contracts.asyncapi import DEAD_LETTER_TOPIC_TAG, DELAY_TOPIC_TAG
 from shop.contracts.snapshots import wire_schema
 from shop.messaging import MessageContext, Naming, Router
 from shop.messaging import headers as h
@@ -144,6 +145,28 @@ def test_the_consumer_reads_its_delay_topics_and_sends_its_dead_letters() -> Non
     assert "bindings" not in document["operations"][dead_letters]
     headers = message_of(document, dead_letters)["headers"]
     assert h.DEAD_LETTER_KEYS | {h.DEAD_LETTER_RESOLVES} <= headers["properties"].keys()
+
+
+def test_only_the_consumers_own_topics_are_tagged_as_delay_or_dead_letter_topics() -> None:
+    router = order_router(unwired("OrderStore"))
+    document = build_document(service(routers=(router,)))
+
+    tagged = {
+        name: [tag["name"] for tag in operation.get("tags", [])]
+        for name, operation in document["operations"].items()
+    }
+
+    naming = Naming()
+    assert {name for name, tags in tagged.items() if tags == [DELAY_TOPIC_TAG]} == set(
+        delay_topics(naming, router)
+    )
+    assert [name for name, tags in tagged.items() if tags == [DEAD_LETTER_TOPIC_TAG]] == [
+        naming.dead_letters("order-service")
+    ]
+    contracts = {"order.created.v1", "order.cancel_unpaid.v1"} | {
+        f"order-service:{subscriber.name}" for subscriber in router
+    }
+    assert {name for name, tags in tagged.items() if not tags} == contracts
 
 
 def test_every_channel_is_a_topic_the_transport_names() -> None:

@@ -21,6 +21,7 @@ from shop.devstack.aws import AwsEndpoint
 from shop.devstack.kafka import KafkaCluster
 from shop.devstack.postgres import PostgresServer
 from shop.messaging import KafkaSettings, MessagingSettings, Naming, SqsSettings, create_transport
+from shop.messaging.asyncapi import discover
 from shop.messaging.deadletters import dead_letter_headers
 from shop.messaging.message import Delivery
 from shop.messaging.outbox import message_headers
@@ -29,7 +30,6 @@ from shop.messaging.pipeline import Pipeline
 from shop.messaging.transports.kafka.client import KafkaClient
 from shop.messaging.transports.sqs import SqsTransport
 from shop.messaging.transports.sqs.client import SqsClient
-from shop.ops.services import consumer_groups
 
 
 def on_broker(kind: str, namespace: str, request: pytest.FixtureRequest) -> MessagingSettings:
@@ -73,10 +73,12 @@ async def declare(messaging: MessagingSettings, *groups: str) -> None:
     transport = create_transport(messaging)
     await transport.start()
     try:
-        for consumer in consumer_groups():
-            if consumer.group in groups:
-                # Declaring reads only the router's subscribers: no session is ever opened.
-                await transport.declare(Pipeline(consumer.router, sessions=async_sessionmaker()))
+        # The workers' own routers, as the services describe them to the AsyncAPI documents;
+        # declaring reads only a router's subscribers: no session is ever opened.
+        routers = [router for service in discover() for router in service.routers]
+        for router in routers:
+            if router.group in groups:
+                await transport.declare(Pipeline(router, sessions=async_sessionmaker()))
     finally:
         await transport.close()
 

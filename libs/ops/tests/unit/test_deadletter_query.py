@@ -3,7 +3,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from shop.messaging import StoredDeadLetter
-from shop.messaging.subscriber import Router
 from shop.ops.deadletters import DeadLetterQuery
 from shop.ops.services import ConsumerGroupOf
 
@@ -35,7 +34,7 @@ def letter(
 
 
 def consumer(service: str, group: str) -> ConsumerGroupOf:
-    return ConsumerGroupOf(service=service, group=group, router=Router(group))
+    return ConsumerGroupOf(service=service, group=group)
 
 
 def test_an_empty_query_takes_every_group_and_matches_every_letter() -> None:

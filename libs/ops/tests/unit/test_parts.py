@@ -10,10 +10,13 @@ import pytest
 from pydantic import SecretStr
 
 from shop.contracts import ConsumerGroup
+from shop.messaging import Naming
+from shop.messaging.asyncapi import discover
+from shop.messaging.transports.kafka.topology import delay_topics, event_topics
 from shop.ops.demo import Percentiles, parse_latency
 from shop.ops.errors import OpsError, Unreachable, redacted
 from shop.ops.render import jsonable, moment, seconds
-from shop.ops.services import consumer_groups, service_of, shop_services
+from shop.ops.services import consumer_groups, in_namespace, service_of, shop_services
 from shop.ops.settings import OpsSettings
 from shop.ops.timeline import mask_email
 from shop.ops.tokens import customer_token
@@ -102,6 +105,28 @@ def test_the_consumer_groups_are_those_the_services_describe() -> None:
     assert service_of("payment-service") == "payment-service"
     outboxes = {service.name for service in shop_services() if service.has_outbox}
     assert outboxes == {"order-service", "payment-service"}
+
+
+def test_each_group_reads_the_topics_its_workers_router_subscribes_to() -> None:
+    # The documents against the services' own code, which this library never imports.
+    routers = {router.group: router for bus in discover() for router in bus.routers}
+    published = {bus.name: {Naming().topic(c) for c in bus.publishes} for bus in discover()}
+
+    for consumer in consumer_groups():
+        router = routers[consumer.group]
+        assert list(consumer.event_topics) == event_topics(Naming(), router)
+        assert list(consumer.delay_topics) == delay_topics(Naming(), router)
+    for service in shop_services():
+        assert set(service.publishes) == published[service.name]
+
+
+def test_a_namespace_prefixes_the_documents_names_as_the_transports_do() -> None:
+    naming = Naming("demo")
+    assert in_namespace("demo", "shop-order-created") == naming.topic("order.created")
+    assert in_namespace("demo", "shop-order-service-retry-2s") == naming.delay_topic(
+        "order-service", 2
+    )
+    assert in_namespace("", "shop-order-created") == Naming().topic("order.created")
 
 
 def test_a_token_is_one_order_service_accepts_for_that_customer() -> None:

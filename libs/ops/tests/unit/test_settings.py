@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from shop.ops import settings as ops
 from shop.ops.settings import OpsSettings
 from shop.order.settings import DEVELOPMENT_JWT_SECRET
 from shop.payment.settings import DEVELOPMENT_MIDTRANS_SERVER_KEY, DEVELOPMENT_WEBHOOK_SECRET
@@ -18,6 +19,12 @@ def test_defaults_point_at_a_shop_on_this_machine_with_the_development_secrets()
     assert settings.payment_webhook_secret.get_secret_value() == DEVELOPMENT_WEBHOOK_SECRET
     assert settings.midtrans_server_key.get_secret_value() == DEVELOPMENT_MIDTRANS_SERVER_KEY
     assert settings.mail_dir is None
+
+
+def test_the_development_secrets_are_the_services_own_development_defaults() -> None:
+    assert ops.ORDER_DEVELOPMENT_JWT_SECRET == DEVELOPMENT_JWT_SECRET
+    assert ops.PAYMENT_DEVELOPMENT_WEBHOOK_SECRET == DEVELOPMENT_WEBHOOK_SECRET
+    assert ops.PAYMENT_DEVELOPMENT_MIDTRANS_SERVER_KEY == DEVELOPMENT_MIDTRANS_SERVER_KEY
 
 
 def test_variables_are_read_with_the_prefix_and_nested_with_double_underscores(

@@ -24,6 +24,7 @@ from shop.ops.lag import ConsumerLag
 from shop.ops.mail import CapturedMail, PdfAttachment
 from shop.ops.outbox import OutboxStatus
 from shop.ops.timeline import TimelineEntry
+from shop.ops.traces import OrderTrace
 
 ADMIN = "operator"
 PASSWORD = "correct horse battery staple"
@@ -115,6 +116,8 @@ class FakeOperations:
     unreachable_workers: list[str] = field(default_factory=list)
     lag_failure: OpsError | None = None
     timeline_failure: OpsError | None = None
+    traces: list[OrderTrace] | None = None
+    """None: the console reads no trace folder."""
     failure: OpsError | None = None
     """Raised by every call when set: a part of the shop that cannot be reached."""
 
@@ -207,6 +210,11 @@ class FakeOperations:
         if self.timeline_failure is not None:
             raise self.timeline_failure
         return list(self.timeline) if order_id == ORDER_ID else []
+
+    async def order_traces(self, order_id: uuid.UUID) -> list[OrderTrace] | None:
+        if self.traces is None:
+            return None
+        return list(self.traces) if order_id == ORDER_ID else []
 
     async def captured_mail(self) -> list[CapturedMail]:
         self._fail()

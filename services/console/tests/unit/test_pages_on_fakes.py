@@ -3,17 +3,22 @@ redrive or a purge, the message after it, and the refusals as pages."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import pytest
 
 from shop.console.bootstrap import build_app
+from shop.console.ports import LetterQuery
 from shop.console.settings import ConsoleSettings
+from shop.messaging.tracing import RecordedSpan
 from shop.ops.errors import Unreachable
 from shop.ops.timeline import TimelineEntry
+from shop.ops.traces import as_traces
 
 from .browsing import csrf_of, log_in
 from .fakes import ADMIN, MAIL, NOW, ORDER, ORDER_ID, PASSWORD, SETTINGS, FakeShop, letter
@@ -82,6 +87,72 @@ async def test_an_order_page_shows_its_status_and_its_timeline_in_order(
     published = page.text.index("order.created published")
     emailed = page.text.index("e-mail sent: order_confirmation")
     assert placed < published < emailed
+
+
+def span(span_id: str, parent: str | None, name: str, at: float, **fields: Any) -> RecordedSpan:
+    start = NOW + timedelta(seconds=at)
+    defaults: dict[str, Any] = {
+        "trace_id": "ab" * 16,
+        "span_id": span_id,
+        "parent_span_id": parent,
+        "name": name,
+        "kind": "INTERNAL",
+        "service": "order-service",
+        "process_kind": "api",
+        "pid": 1,
+        "start": start,
+        "end": start + timedelta(milliseconds=12),
+        "status": "UNSET",
+        "status_message": None,
+        "attributes": {},
+    }
+    return RecordedSpan(**{**defaults, **fields})
+
+
+async def test_an_order_page_shows_its_traces_in_call_order_and_marks_failures(
+    client: httpx.AsyncClient, shop: FakeShop
+) -> None:
+    shop.operations.traces = as_traces(
+        [
+            span("1" * 16, None, "POST /v1/orders", 0, kind="SERVER"),
+            span("2" * 16, "1" * 16, "send order.created", 0.2, kind="PRODUCER", pid=2),
+            span(
+                "3" * 16,
+                "2" * 16,
+                "process order.created",
+                0.5,
+                kind="CONSUMER",
+                service="notification-service",
+                process_kind="worker",
+                pid=3,
+                status="ERROR",
+                status_message="SMTPServerDisconnected",
+            ),
+        ]
+    )
+
+    page = await client.get(f"/orders/{ORDER_ID}")
+
+    assert page.status_code == 200
+    assert f"Trace <code>{'ab' * 16}</code>" in page.text
+    assert "3 spans in 3 processes" in page.text
+    request, send, process = (
+        page.text.index(name)
+        for name in ("POST /v1/orders", "send order.created", "process order.created")
+    )
+    assert request < send < process
+    assert 'class="depth-2"><span class="kind">consumer</span> process order.created' in page.text
+    assert "error: SMTPServerDisconnected" in page.text
+    assert "+500 ms" in page.text
+
+
+async def test_an_order_page_without_a_trace_folder_has_no_trace_section(
+    client: httpx.AsyncClient,
+) -> None:
+    page = await client.get(f"/orders/{ORDER_ID}")
+
+    assert page.status_code == 200
+    assert "Traces" not in page.text
 
 
 async def test_an_order_whose_timeline_cannot_be_read_still_shows_its_status(
@@ -294,10 +365,47 @@ async def test_redriving_every_matching_letter_keeps_the_filter_and_the_rate(
         data={"csrf_token": csrf_of(confirmation), "error_type": "PermanentError"},
     )
 
+    # It runs in the background; its page follows it, refreshing until it ends.
     assert done.status_code == 303
+    job_page = done.headers["location"]
+    assert job_page.startswith("/dead-letters/redrives/")
+    await asyncio.sleep(0.05)
+    page = await client.get(job_page)
     assert shop.operations.redriven == [("notification-service", "0-1")]
     assert shop.operations.redrive_rates == [SETTINGS.redrive_per_second]
-    assert "Redrove 1 dead letter(s)" in (await client.get("/dead-letters")).text
+    assert "Redrive done" in page.text
+    assert "every dead letter with error PermanentError" in page.text
+    assert "Redrove 1 dead letter to their consumers." in page.text
+    assert 'http-equiv="refresh"' not in page.text
+
+
+async def test_a_running_redrive_refreshes_its_page_and_a_failed_one_says_why(
+    client: httpx.AsyncClient, shop: FakeShop
+) -> None:
+    shop.operations.letters.append(letter("0-1"))
+    release = asyncio.Event()
+    redrive = shop.operations.redrive_matching
+
+    async def slow_then_unreachable(query: LetterQuery, *, per_second: float) -> int:
+        await release.wait()
+        raise Unreachable("the broker", "kafka")
+
+    shop.operations.redrive_matching = slow_then_unreachable  # type: ignore[method-assign]
+    form = await client.get("/dead-letters/redrive-matching")
+    started = await client.post(
+        "/dead-letters/redrive-matching", data={"csrf_token": csrf_of(form)}
+    )
+    running = await client.get(started.headers["location"])
+    release.set()
+    await asyncio.sleep(0.05)
+    failed = await client.get(started.headers["location"])
+    shop.operations.redrive_matching = redrive  # type: ignore[method-assign]
+
+    assert "Redrive running" in running.text
+    assert '<meta http-equiv="refresh" content="2">' in running.text
+    assert "Redrive failed" in failed.text
+    assert "The redrive stopped: cannot reach the broker" in failed.text
+    assert (await client.get("/dead-letters/redrives/unknown-job")).status_code == 404
 
 
 async def test_the_asyncapi_pages_show_channels_operations_and_payload_fields(

@@ -16,9 +16,9 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from shop.database import create_engine, session_factory, sqlalchemy_url
+from shop.devstack.identity import issue_token
 from shop.order.adapters.catalogue import seed_catalogue
 from shop.order.api.app import create_app
-from shop.order.api.auth import issue_token
 from shop.order.bootstrap import postgres_stores
 from shop.order.migrations import migrate
 from shop.order.settings import OrderSettings
@@ -70,7 +70,7 @@ def app_under_test(module_database_url: str) -> Iterator[FastAPI]:
 
 def customer_token() -> str:
     return issue_token(
-        settings_for("postgresql://unused"),
+        SECRET,
         "cust_fuzz",
         "fuzz@example.com",
         valid_for=timedelta(hours=1),

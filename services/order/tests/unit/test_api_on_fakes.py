@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from shop.contracts import OrderCreated
-from shop.order.api.auth import issue_token
+from shop.devstack.identity import issue_token
 from shop.order.bootstrap import build_app
 from shop.order.settings import OrderSettings
 
@@ -28,7 +28,12 @@ def database() -> FakeDatabase:
 @pytest.fixture
 async def client(database: FakeDatabase) -> AsyncIterator[httpx.AsyncClient]:
     app = build_app(SETTINGS, stores=database.stores())
-    token = issue_token(SETTINGS, "cust_ayu", "ayu@example.com", valid_for=timedelta(hours=1))
+    token = issue_token(
+        SETTINGS.jwt_secret.get_secret_value(),
+        "cust_ayu",
+        "ayu@example.com",
+        valid_for=timedelta(hours=1),
+    )
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=app),
         base_url="http://order.test",

@@ -27,7 +27,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -76,6 +76,11 @@ MESSAGE_TYPE: Final = "shop.message.type"
 ATTEMPT: Final = "shop.message.attempt"
 SUBSCRIBER: Final = "shop.subscriber"
 DUPLICATE: Final = "shop.message.duplicate"
+CONSUMER_GROUP: Final = "messaging.consumer.group.name"
+RETRY_DELAY: Final = "shop.retry.delay_seconds"
+RETRY_SCHEDULED: Final = "retry scheduled"
+"""The CONSUMER span's event of a failed try that will be tried again."""
+DEAD_LETTERED: Final = "dead-lettered"
 
 _CONSUMING_SYSTEMS: Final = {"kafka": "kafka", "sqs": "aws_sqs"}
 _PUBLISHING_SYSTEMS: Final = {"kafka": "kafka", "sqs": "aws.sns"}
@@ -260,7 +265,7 @@ def consuming(
             "messaging.operation.type": "process",
             "messaging.operation.name": "process",
             "messaging.destination.name": delivery.source,
-            "messaging.consumer.group.name": group,
+            CONSUMER_GROUP: group,
             ATTEMPT: delivery.attempt,
         }
         if system:
@@ -303,11 +308,10 @@ def record_outcome(span: Span, outcome: Outcome, *, subscriber_id: str | None) -
     span.set_status(StatusCode.ERROR, failure.error_type)
     if isinstance(outcome, Retry):
         span.add_event(
-            "retry scheduled",
-            {**reason, ATTEMPT: outcome.attempt, "shop.retry.delay_seconds": outcome.delay},
+            RETRY_SCHEDULED, {**reason, ATTEMPT: outcome.attempt, RETRY_DELAY: outcome.delay}
         )
     elif isinstance(outcome, DeadLetter):
-        span.add_event("dead-lettered", {**reason, "shop.dead_letter.attempts": outcome.attempts})
+        span.add_event(DEAD_LETTERED, {**reason, "shop.dead_letter.attempts": outcome.attempts})
 
 
 # --- publishing ----------------------------------------------------------------------
@@ -488,21 +492,40 @@ def read_spans(
     """The spans that the ``file`` exporter of every process wrote to ``file_dir``, oldest
     first: all of them, those of one trace (``trace_id``), or those of every trace that
     went through a message keyed ``key`` (an order's id: its checkout's trace, with the
-    request that started it). Spans still buffered in a running process (up to 200 ms)
-    are not there yet."""
-    spans: list[RecordedSpan] = []
-    for path in sorted(Path(file_dir).glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                spans.append(RecordedSpan.from_json(json.loads(line)))
-            except (ValueError, KeyError, TypeError):
-                continue  # a line being written as we read
+    request that started it, and its payment's). Spans still buffered in a running process
+    (up to 200 ms) are not there yet."""
+    lines = [
+        line
+        for path in sorted(Path(file_dir).glob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
+    # Lines are picked by their text before any is parsed: a development folder holds the
+    # spans of thousands of orders, and one order's are a few dozen.
+    if trace_id is not None:
+        lines = [line for line in lines if trace_id in line]
+    if key is not None:
+        traces = {
+            span.trace_id
+            for span in _parsed(line for line in lines if key in line)
+            if span.attributes.get(MESSAGE_KEY) == key
+        }
+        lines = [line for line in lines if any(t in line for t in traces)]
+    spans = _parsed(lines)
     if trace_id is not None:
         spans = [span for span in spans if span.trace_id == trace_id]
     if key is not None:
-        traces = {span.trace_id for span in spans if span.attributes.get(MESSAGE_KEY) == key}
         spans = [span for span in spans if span.trace_id in traces]
     return sorted(spans, key=lambda span: span.start)
+
+
+def _parsed(lines: Iterable[str]) -> list[RecordedSpan]:
+    spans = []
+    for line in lines:
+        try:
+            spans.append(RecordedSpan.from_json(json.loads(line)))
+        except (ValueError, KeyError, TypeError):
+            continue  # a line being written as we read
+    return spans
 
 
 def _datetime(unix_nano: int) -> datetime:

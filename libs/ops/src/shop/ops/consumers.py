@@ -73,7 +73,7 @@ async def consumer_counts(settings: OpsSettings) -> list[ConsumerCounts]:
     counts = []
     async with httpx.AsyncClient(timeout=TIMEOUT) as client:
         for service in shop_services():
-            if not service.routers:
+            if not service.consumers:
                 continue
             found = parse_counts(
                 await worker_metrics(client, service.name, settings.worker_url(service.name))

@@ -19,11 +19,11 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from shop.messaging import MessagingSettings, Naming
 from shop.messaging.errors import MessagingError
-from shop.messaging.transports.kafka.topology import delay_topics, event_topics, group_id
+from shop.messaging.transports.kafka.topology import group_id
 from shop.messaging.transports.sqs.client import SqsClient
 from shop.ops.bus import BUS_ERRORS, bus_error, require_broker
 from shop.ops.errors import OpsError
-from shop.ops.services import ConsumerGroupOf, consumer_groups
+from shop.ops.services import ConsumerGroupOf, consumer_groups, in_namespace
 from shop.ops.settings import OpsSettings
 
 _HIGHWATER_WITHIN: Final = 15.0
@@ -77,10 +77,10 @@ async def kafka_lag(
         topics_of = {
             consumer.group: [
                 topic
-                for topic in [
-                    *event_topics(naming, consumer.router),
-                    *delay_topics(naming, consumer.router),
-                ]
+                for topic in (
+                    in_namespace(messaging.namespace, name)
+                    for name in (*consumer.event_topics, *consumer.delay_topics)
+                )
                 if topic in existing
             ]
             for consumer in consumers

@@ -1,7 +1,7 @@
-"""Paying an order as a payment gateway would: the notifications are built by
-payment-service's gateway simulator (:mod:`shop.payment.gateway`), signed with the secrets
-of ``SHOP_OPS_*``, for the amount the payment-service's own database says the order is
-open for, and sent to its webhooks."""
+"""Paying an order as a payment gateway would: the notifications are built and signed by the
+development payment gateway (:mod:`shop.devstack.gateway`) with the secrets of
+``SHOP_OPS_*``, for the amount payment-service's own database says the order is open for,
+and sent to its webhooks."""
 
 from __future__ import annotations
 
@@ -10,25 +10,25 @@ import contextlib
 import time
 import uuid
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, Final
 
 import httpx
 
+from shop.devstack import gateway
+from shop.devstack.gateway import Answer, Notice
 from shop.ops.databases import connected
 from shop.ops.errors import OpsError
 from shop.ops.http import reaching
 from shop.ops.settings import PAYMENT_SERVICE, OpsSettings
-from shop.payment import gateway
-from shop.payment.settings import PaymentSettings
 
 _WAIT_INTERVAL: Final = 0.2
 
+Provider = gateway.Format
+"""Whose notifications to send: the shop's own signed format, or Midtrans'."""
 
-class Provider(StrEnum):
-    SHOP = "shop"
-    """The shop's own signed format (``Payment-Signature``)."""
-    MIDTRANS = "midtrans"
+
+class NoPaymentOpened(OpsError):
+    """payment-service has opened no payment for the order (not yet, or never)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,20 +40,6 @@ class PaymentDue:
     amount: int
     currency: str
     status: str
-
-
-@dataclass(frozen=True, slots=True)
-class WebhookAnswer:
-    """What payment-service answered one notification."""
-
-    notification: str
-    """The notification's kind and id (``payment.paid evt_…``)."""
-    status: int
-    body: str
-
-    @property
-    def accepted(self) -> bool:
-        return self.status == 200
 
 
 _FIND = """
@@ -85,19 +71,17 @@ async def payment_due(settings: OpsSettings, order: str, *, wait: float = 0.0) -
             if row is not None:
                 return _due(row)
             if time.monotonic() >= deadline:
-                raise OpsError(
+                raise NoPaymentOpened(
                     f"payment-service has opened no payment for order {order!r} "
                     "(has it consumed the order's OrderCreated yet?)"
                 )
             await asyncio.sleep(_WAIT_INTERVAL)
 
 
-def gateway_settings(settings: OpsSettings) -> PaymentSettings:
-    """What the gateway simulator signs with, and nothing else of payment-service's
-    settings (or of this machine's ``SHOP_PAYMENT_*`` environment)."""
-    return PaymentSettings.model_construct(
-        webhook_secrets=[settings.payment_webhook_secret],
-        midtrans_server_key=settings.midtrans_server_key,
+def signing_keys(settings: OpsSettings) -> gateway.SigningKeys:
+    return gateway.SigningKeys(
+        webhook_secret=settings.payment_webhook_secret.get_secret_value(),
+        midtrans_server_key=settings.midtrans_server_key.get_secret_value(),
     )
 
 
@@ -109,31 +93,33 @@ def notices(
     amount: int | None = None,
     fail: bool = False,
     repeat: int = 1,
-) -> list[gateway.Notice]:
+    out_of_order: bool = False,
+) -> list[Notice]:
     """The notifications a gateway sends for one payment of ``due`` (for ``amount``
-    instead of the amount due when given), each ``repeat`` times."""
+    instead of the amount due when given), each ``repeat`` times; ``out_of_order`` as a
+    network may deliver them (:func:`shop.devstack.gateway.notices`)."""
     if repeat < 1:
         raise OpsError("--repeat must be at least 1")
     return gateway.notices(
-        gateway_settings(settings),
-        gateway.Order(due.order_id, due.amount, due.currency),
-        fmt=gateway.Format(provider.value),
-        amount=due.amount if amount is None else amount,
+        gateway.Payment(due.order_id, due.amount, due.currency),
+        signing_keys(settings),
+        fmt=provider,
+        amount=amount,
         fail=fail,
         times=repeat,
-        out_of_order=False,
+        out_of_order=out_of_order,
     )
 
 
 async def send_notices(
-    client: httpx.AsyncClient, settings: OpsSettings, sequence: list[gateway.Notice]
-) -> list[WebhookAnswer]:
-    """Post ``sequence`` to payment-service's webhooks, one after the other."""
+    client: httpx.AsyncClient, settings: OpsSettings, sequence: list[Notice]
+) -> list[Answer]:
+    """Post ``sequence`` with ``client`` (its base URL payment-service's API), one after
+    the other."""
     answers = []
     for notice in sequence:
         with reaching(PAYMENT_SERVICE, settings.payment_api_url):
-            reply = await client.post(notice.path, content=notice.body, headers=notice.headers)
-        answers.append(WebhookAnswer(notice.label, reply.status_code, reply.text))
+            answers.append(await gateway.post(client, notice))
     return answers
 
 
@@ -145,12 +131,14 @@ async def pay(
     wrong_amount: bool = False,
     repeat: int = 1,
     fail: bool = False,
+    out_of_order: bool = False,
     wait: float = 10.0,
-) -> tuple[PaymentDue, list[WebhookAnswer]]:
-    """Pay ``order`` (its id or number) through payment-service's webhook, as the
-    gateway simulator does: ``wrong_amount`` pays one more than is due (never applied: a
-    dead letter with the reason), ``repeat`` sends each notification that many times at
-    once (applied once), ``fail`` sends a failed payment."""
+) -> tuple[PaymentDue, list[Answer]]:
+    """Pay ``order`` (its id or number) through payment-service's webhook, as its gateway
+    would: ``wrong_amount`` pays one more than is due (never applied: a dead letter with
+    the reason), ``repeat`` sends each notification that many times at once (applied
+    once), ``fail`` sends a failed payment, ``out_of_order`` the notifications in the
+    order a network may deliver them."""
     due = await payment_due(settings, order, wait=wait)
     sequence = notices(
         settings,
@@ -159,7 +147,8 @@ async def pay(
         amount=due.amount + 1 if wrong_amount else None,
         fail=fail,
         repeat=repeat,
+        out_of_order=out_of_order,
     )
     with reaching(PAYMENT_SERVICE, settings.payment_api_url):
-        sent = await gateway.send(settings.payment_api_url, sequence, concurrently=repeat > 1)
-    return due, [WebhookAnswer(label, status, text) for label, status, text in sent]
+        answers = await gateway.send(settings.payment_api_url, sequence, concurrently=repeat > 1)
+    return due, answers

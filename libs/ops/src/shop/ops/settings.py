@@ -21,8 +21,16 @@ from pydantic_settings import (
 )
 
 from shop.messaging import MessagingSettings
-from shop.order.settings import DEVELOPMENT_JWT_SECRET
-from shop.payment.settings import DEVELOPMENT_MIDTRANS_SERVER_KEY, DEVELOPMENT_WEBHOOK_SECRET
+
+# The development defaults of order-service and payment-service (their settings'
+# DEVELOPMENT_* constants), spelled out here so that operating the shop installs none of
+# its services; a test holds them equal to the services' own.
+ORDER_DEVELOPMENT_JWT_SECRET: Final = "development-only-secret-do-not-deploy"
+"""The development default of order-service's ``SHOP_ORDER_JWT_SECRET``."""
+PAYMENT_DEVELOPMENT_WEBHOOK_SECRET: Final = "whsec_development-only-do-not-deploy"
+"""The development default of payment-service's ``SHOP_PAYMENT_WEBHOOK_SECRETS``."""
+PAYMENT_DEVELOPMENT_MIDTRANS_SERVER_KEY: Final = "SB-Mid-server-development-only"
+"""The development default of payment-service's ``SHOP_PAYMENT_MIDTRANS_SERVER_KEY``."""
 
 ENV_FILE_VARIABLE: Final = "SHOP_OPS_ENV_FILE"
 DEFAULT_ENV_FILE: Final = Path(".devstack/shop.env")
@@ -59,15 +67,18 @@ class OpsSettings(BaseSettings):
         default_factory=lambda: MessagingSettings(transport="kafka")
     )
     """The bus the services run on (``make run``: Kafka, no namespace)."""
-    jwt_secret: SecretStr = SecretStr(DEVELOPMENT_JWT_SECRET)
+    jwt_secret: SecretStr = SecretStr(ORDER_DEVELOPMENT_JWT_SECRET)
     """order-service's key for customer tokens (its ``SHOP_ORDER_JWT_SECRET``)."""
-    payment_webhook_secret: SecretStr = SecretStr(DEVELOPMENT_WEBHOOK_SECRET)
+    payment_webhook_secret: SecretStr = SecretStr(PAYMENT_DEVELOPMENT_WEBHOOK_SECRET)
     """What the gateway signs the shop's webhook format with (one of payment-service's
     ``SHOP_PAYMENT_WEBHOOK_SECRETS``)."""
-    midtrans_server_key: SecretStr = SecretStr(DEVELOPMENT_MIDTRANS_SERVER_KEY)
+    midtrans_server_key: SecretStr = SecretStr(PAYMENT_DEVELOPMENT_MIDTRANS_SERVER_KEY)
     """payment-service's ``SHOP_PAYMENT_MIDTRANS_SERVER_KEY``."""
     mail_dir: Path | None = None
     """The development SMTP sink's folder of captured ``.eml`` files."""
+    trace_dir: Path | None = None
+    """The folder the shop's processes write their spans to (the ``file`` exporter), from
+    which an order's timeline adds its failed tries and the console shows its traces."""
 
     @field_validator("messaging", mode="before")
     @classmethod

@@ -8,16 +8,33 @@ one recorded its ``event_id`` in its own inbox (``consumer`` is the subscriber i
 ``group:subscriber``); notification-service records the ``event_id`` each e-mail answered.
 Sent outbox rows are deleted after the retention period (7 days by default), and with them
 what links an inbox row to the order.
+
+A failed try leaves no row anywhere (the message is tried again, or dead-lettered): the
+tries that failed and were retried, and the deliveries that came again, are read from the
+traces, where the shop writes them to a folder (``SHOP_OPS_TRACE_DIR``; ``make run`` does).
+In production they are in the tracing backend, and a dead letter counts its attempts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from shop.messaging.tracing import (
+    ATTEMPT,
+    CONSUMER_GROUP,
+    DUPLICATE,
+    MESSAGE_TYPE,
+    RETRY_DELAY,
+    RETRY_SCHEDULED,
+    SUBSCRIBER,
+    RecordedSpan,
+    read_spans,
+)
 from shop.ops.databases import connected
 from shop.ops.deadletters import DeadLetterQuery, list_dead_letters
 from shop.ops.errors import OpsError
@@ -74,6 +91,8 @@ async def order_timeline(
         entries += await _inbox(payments, PAYMENT_SERVICE, message_types)
     async with connected(settings, NOTIFICATION_SERVICE) as connection:
         entries += await _emails(connection, order, message_types)
+    if settings.trace_dir is not None and settings.trace_dir.is_dir():
+        entries += traced_tries(read_spans(settings.trace_dir, key=str(order)))
     if include_dead_letters:
         for letter in await list_dead_letters(settings, DeadLetterQuery(contains=str(order))):
             entries.append(
@@ -89,6 +108,42 @@ async def order_timeline(
                 )
             )
     return sorted(entries, key=lambda entry: entry.at)
+
+
+def traced_tries(spans: Iterable[RecordedSpan]) -> list[TimelineEntry]:
+    """The failed tries that were retried, and the deliveries that came again, of the
+    CONSUMER spans among ``spans`` (a span that dead-lettered its message is left to the
+    dead letter's own entry)."""
+    entries = []
+    for span in spans:
+        if span.kind != "CONSUMER":
+            continue
+        message_type = span.attributes.get(MESSAGE_TYPE, "message")
+        by = span.attributes.get(SUBSCRIBER) or span.attributes.get(CONSUMER_GROUP, "?")
+        entries += [
+            TimelineEntry(
+                at=event.at,
+                service=span.service,
+                what=f"{message_type} failed, retry scheduled",
+                detail=(
+                    f"attempt {event.attributes.get(ATTEMPT, '?')} by {by}: "
+                    f"{event.attributes.get('exception.type', 'error')}; next try in "
+                    f"{float(event.attributes.get(RETRY_DELAY, 0)):.1f} s"
+                ),
+            )
+            for event in span.events
+            if event.name == RETRY_SCHEDULED
+        ]
+        if span.attributes.get(DUPLICATE):
+            entries.append(
+                TimelineEntry(
+                    at=span.start,
+                    service=span.service,
+                    what=f"{message_type} delivered again",
+                    detail=f"to {by}, which had handled it: acknowledged, nothing done twice",
+                )
+            )
+    return entries
 
 
 def _entry(at: datetime | None, service: str, what: str, detail: str) -> list[TimelineEntry]:

@@ -17,6 +17,7 @@ from shop.ops.lag import ConsumerLag
 from shop.ops.mail import CapturedMail
 from shop.ops.outbox import OutboxStatus
 from shop.ops.timeline import TimelineEntry
+from shop.ops.traces import OrderTrace
 
 T = TypeVar("T")
 
@@ -59,6 +60,21 @@ class LetterQuery:
     def empty(self) -> bool:
         return not (self.group or self.message_type or self.error_type or self.text)
 
+    @property
+    def description(self) -> str:
+        """The filter in words: ``every dead letter of payment-service, error TimeoutError``."""
+        parts = [
+            f"{label} {value}"
+            for label, value in (
+                ("of", self.group),
+                ("of type", self.message_type),
+                ("with error", self.error_type),
+                ("containing", f"“{self.text}”" if self.text else None),
+            )
+            if value
+        ]
+        return " ".join(["every dead letter", *parts])
+
 
 class Operations(Protocol):
     """The running shop as :mod:`shop.ops` sees it. Failures to reach a part are
@@ -97,6 +113,11 @@ class Operations(Protocol):
         ...
 
     async def order_timeline(self, order_id: uuid.UUID) -> list[TimelineEntry]: ...
+
+    async def order_traces(self, order_id: uuid.UUID) -> list[OrderTrace] | None:
+        """The order's traces, span by span; None where the shop's traces are not kept in
+        a folder the console reads (production: they are in the tracing backend)."""
+        ...
 
     async def captured_mail(self) -> list[CapturedMail]:
         """The e-mails the development SMTP sink kept, newest first."""

@@ -11,7 +11,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.console.domain.passwords import PasswordHash
-from shop.messaging.asyncapi import DEFAULT_DOCUMENT_DIR
+from shop.contracts.asyncapi import DOCUMENT_DIR
 
 DEVELOPMENT_ADMIN_USER: Final = "admin"
 DEVELOPMENT_ADMIN_PASSWORD: Final = "console-development-password"
@@ -42,8 +42,9 @@ class ConsoleSettings(BaseSettings):
     session_max_age_seconds: int = Field(default=8 * 3600, ge=60)
     secure_cookie: bool = False
     """Send the session cookie over HTTPS only (required in production)."""
-    asyncapi_dir: Path = DEFAULT_DOCUMENT_DIR
-    """The committed AsyncAPI documents, one ``<service>.json`` each."""
+    asyncapi_dir: Path = DOCUMENT_DIR
+    """The services' AsyncAPI documents, one ``<service>.json`` each: by default those the
+    contracts library ships (:mod:`shop.contracts.asyncapi`)."""
     login_max_failures: int = Field(default=5, ge=1)
     """Failed logins a client may make inside ``login_failure_window_seconds``; the next
     try is refused (429) until the oldest of them is that old."""

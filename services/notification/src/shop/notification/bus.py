@@ -1,5 +1,6 @@
 """notification-service on the bus: the router its worker runs, as its AsyncAPI document
-(``contracts/asyncapi/notification-service.json``) states it. It publishes nothing."""
+(``notification-service.json`` in :mod:`shop.contracts.asyncapi`) states it. It publishes
+nothing."""
 
 from __future__ import annotations
 

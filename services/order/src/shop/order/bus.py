@@ -1,5 +1,6 @@
 """order-service on the bus: every message it adds to its outbox, and the router its worker
-runs, as its AsyncAPI document (``contracts/asyncapi/order-service.json``) states them."""
+runs, as its AsyncAPI document (``order-service.json`` in :mod:`shop.contracts.asyncapi`)
+states them."""
 
 from __future__ import annotations
 

@@ -1,15 +1,13 @@
-"""``python -m shop.order``: migrate the database, seed the catalogue, issue a dev token."""
+"""``python -m shop.order``: migrate the database, seed the catalogue."""
 
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
 
 import typer
 
 from shop.database import create_engine, session_factory
 from shop.order.adapters.catalogue import seed_catalogue
-from shop.order.api.auth import issue_token
 from shop.order.migrations import migrate
 from shop.order.settings import OrderSettings
 
@@ -36,16 +34,3 @@ def seed_command() -> None:
             await engine.dispose()
 
     typer.echo(f"{asyncio.run(seed())} product(s) added")
-
-
-@app.command("token")
-def token_command(
-    customer_id: str = typer.Option("cust_ayu", help="The token's sub claim."),
-    email: str = typer.Option("ayu@example.com", help="The token's email claim."),
-    hours: float = typer.Option(12.0, help="How long the token is valid."),
-) -> None:
-    """Print a customer token signed with the configured secret (development)."""
-    settings = OrderSettings()
-    if settings.environment == "production":
-        raise typer.BadParameter("tokens come from the identity provider in production")
-    typer.echo(issue_token(settings, customer_id, email, valid_for=timedelta(hours=hours)))

@@ -1,6 +1,6 @@
 """payment-service on the bus: every message it adds to its outbox, and the router its
-worker runs, as its AsyncAPI document (``contracts/asyncapi/payment-service.json``) states
-them."""
+worker runs, as its AsyncAPI document (``payment-service.json`` in
+:mod:`shop.contracts.asyncapi`) states them."""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ publisher per published contract and, per consumer, one subscriber per subscribe
 router, one per delay topic and a publisher of its dead-letter topic, under the names the
 Kafka transport uses. FastStream writes the channels, operations, messages and schemas;
 what it cannot know is added afterwards: each consumer's group id, the headers the shop's
-messages carry (the correlation id among them), what a dead letter's body is, and component
+messages carry (the correlation id among them), what a dead letter's body is, the tags that
+tell a consumer's delay and dead-letter topics from the contracts' topics, and component
 names in the syntax AsyncAPI requires (FastStream joins names with ``:``).
 """
 
@@ -25,6 +26,7 @@ from faststream.specification import AsyncAPI
 from pydantic import BaseModel, ConfigDict
 
 from shop.contracts import Command, Contract, Envelope
+from shop.contracts.asyncapi import DEAD_LETTER_TOPIC_TAG, DELAY_TOPIC_TAG
 from shop.contracts.envelope import TRACEPARENT_PATTERN
 from shop.messaging import headers as h
 from shop.messaging.naming import Naming
@@ -56,6 +58,15 @@ _DEAD_LETTER_DESCRIPTION = (
     "and headers byte for byte plus why it is here. Redrive and purge markers of the "
     "dead-letter tooling are written here as well."
 )
+
+_DELAY_TAG: Final = {
+    "name": DELAY_TOPIC_TAG,
+    "description": "A delay topic of the consumer, not a contract's: its retries and redrives.",
+}
+_DEAD_LETTER_TAG: Final = {
+    "name": DEAD_LETTER_TOPIC_TAG,
+    "description": "The consumer's dead letters, not a contract's topic.",
+}
 
 _DEAD_LETTER_PAYLOAD: Final = {
     "description": (
@@ -121,6 +132,8 @@ class _Endpoint:
     group_id: str | None = None
     payload: dict[str, Any] | None = None
     """Replaces the payload schema FastStream wrote (one it could not know)."""
+    tag: dict[str, str] | None = None
+    """Marks the operation as one of the consumer's own topics (delay, dead letters)."""
 
 
 def build_document(service: ServiceBus, *, naming: Naming | None = None) -> dict[str, Any]:
@@ -181,7 +194,7 @@ def _document_consumer(broker: KafkaBroker, naming: Naming, router: Router) -> l
         )
         for subscriber in router:
             retries(_handler(subscriber))
-        endpoints.append(_Endpoint(topic, _delay_headers(contracts), group))
+        endpoints.append(_Endpoint(topic, _delay_headers(contracts), group, tag=_DELAY_TAG))
 
     broker.publisher(
         dead_letters,
@@ -189,7 +202,12 @@ def _document_consumer(broker: KafkaBroker, naming: Naming, router: Router) -> l
         description=_DEAD_LETTER_DESCRIPTION.format(group=router.group),
     )
     endpoints.append(
-        _Endpoint(dead_letters, _dead_letter_headers(contracts), payload=_DEAD_LETTER_PAYLOAD)
+        _Endpoint(
+            dead_letters,
+            _dead_letter_headers(contracts),
+            payload=_DEAD_LETTER_PAYLOAD,
+            tag=_DEAD_LETTER_TAG,
+        )
     )
     return endpoints
 
@@ -318,8 +336,10 @@ def _finish_endpoint(document: dict[str, Any], endpoint: _Endpoint) -> None:
             "description": "The envelope's correlation_id, shared by what one request caused.",
             "location": f"$message.header#/{h.CORRELATION_ID}",
         }
+    operation = document["operations"][endpoint.title]
+    if endpoint.tag is not None:
+        operation["tags"] = [dict(endpoint.tag)]
     if endpoint.group_id is not None:
-        operation = document["operations"][endpoint.title]
         operation["bindings"] = {
             "kafka": {
                 "groupId": {"type": "string", "enum": [endpoint.group_id]},

@@ -14,12 +14,13 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Final
 
-from shop.contracts.snapshots import DEFAULT_SNAPSHOT_DIR
+from shop.contracts.asyncapi import DOCUMENT_DIR
 from shop.messaging.asyncapi.document import ServiceBus, build_document
 
 ENTRY_POINT_GROUP: Final = "shop.asyncapi"
-DEFAULT_DOCUMENT_DIR = DEFAULT_SNAPSHOT_DIR.parent / "asyncapi"
-"""``contracts/asyncapi`` in the source tree, beside the schema snapshots."""
+DEFAULT_DOCUMENT_DIR = DOCUMENT_DIR
+"""The documents' package in the contracts library (``shop.contracts.asyncapi``), which
+ships them: in the workspace, ``contracts/src/shop/contracts/asyncapi`` of the source tree."""
 UPDATE_COMMAND: Final = "python -m shop.messaging.asyncapi check --update"
 
 

@@ -1,5 +1,6 @@
-"""The AsyncAPI documents as committed in ``contracts/asyncapi`` (``<service>.json``): the
-same documents ``python -m shop.messaging.asyncapi check`` holds to the code."""
+"""A folder of AsyncAPI documents (``<service>.json``): by default the ones the contracts
+library ships (:mod:`shop.contracts.asyncapi`), which ``python -m shop.messaging.asyncapi
+check`` holds to the code."""
 
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ from shop.ops.outbox import OutboxStatus, service_outbox_status
 from shop.ops.services import consumer_groups, shop_services
 from shop.ops.settings import OpsSettings
 from shop.ops.timeline import TimelineEntry, order_timeline
+from shop.ops.traces import OrderTrace, order_traces
 
 
 class ShopOperations:
@@ -50,7 +51,7 @@ class ShopOperations:
         found: Partial[ConsumerCounts] = Partial([])
         async with httpx.AsyncClient(timeout=TIMEOUT) as client:
             for service in shop_services():
-                if not service.routers:
+                if not service.consumers:
                     continue
                 url = self.settings.worker_url(service.name)
                 try:
@@ -108,6 +109,9 @@ class ShopOperations:
 
     async def order_timeline(self, order_id: uuid.UUID) -> list[TimelineEntry]:
         return await order_timeline(self.settings, order_id)
+
+    async def order_traces(self, order_id: uuid.UUID) -> list[OrderTrace] | None:
+        return await order_traces(self.settings, order_id)
 
     async def captured_mail(self) -> list[CapturedMail]:
         return list(reversed(await captured(self.settings)))

@@ -12,6 +12,7 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from shop.console.api import asyncapi, auth, bus, deadletters, errors, health, mail, orders
 from shop.console.api.rendering import STATIC
+from shop.console.domain.redrives import RedriveJobs
 from shop.console.domain.throttle import LoginThrottle
 from shop.console.ports import Sources
 from shop.console.settings import ConsoleSettings
@@ -28,9 +29,11 @@ def create_app(settings: ConsoleSettings, sources: Sources) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
+        await redrives.close()
         for close in sources.close:
             await close()
 
+    redrives = RedriveJobs()
     app = FastAPI(
         title="Skincare Shop: ops console",
         version="1.0.0",
@@ -43,6 +46,7 @@ def create_app(settings: ConsoleSettings, sources: Sources) -> FastAPI:
     app.state.settings = settings
     app.state.sources = sources
     app.state.registry = registry
+    app.state.redrives = redrives
     app.state.login_throttle = LoginThrottle(
         max_failures=settings.login_max_failures, window=settings.login_failure_window_seconds
     )

@@ -1,7 +1,8 @@
 """Dead letters: filtered, shown whole, redriven or purged after a confirmation page.
 
 Each change is a POST from a form that carries the CSRF token, answered with a redirect
-to the list and a message saying what was done (so a reload repeats nothing)."""
+(so a reload repeats nothing): to the list, with a message saying what was done, or for a
+redrive of every matching letter, which runs in the background, to its job's page."""
 
 from __future__ import annotations
 
@@ -17,12 +18,15 @@ from shop.console.api.dependencies import (
     FilterText,
     FormText,
     GroupPath,
+    JobId,
     LetterIdPath,
     Ops,
+    Redrives,
     Settings,
 )
 from shop.console.api.rendering import render
 from shop.console.api.security import flash
+from shop.console.domain.errors import NotFound
 from shop.console.domain.payloads import readable_body
 from shop.console.ports import LetterQuery
 
@@ -86,11 +90,21 @@ async def confirm_redrive_matching(request: Request, ops: Ops, query: FilterQuer
 
 @router.post("/dead-letters/redrive-matching")
 async def redrive_matching(
-    request: Request, _: CsrfChecked, ops: Ops, settings: Settings, query: FilterForm
+    _: CsrfChecked, ops: Ops, settings: Settings, jobs: Redrives, query: FilterForm
 ) -> Response:
-    count = await ops.redrive_matching(query, per_second=settings.redrive_per_second)
-    flash(request, "success", f"Redrove {count} dead letter(s) to their consumers.")
-    return RedirectResponse("/dead-letters", status_code=303)
+    job = jobs.start(
+        query.description,
+        lambda: ops.redrive_matching(query, per_second=settings.redrive_per_second),
+    )
+    return RedirectResponse(f"/dead-letters/redrives/{job.id}", status_code=303)
+
+
+@router.get("/dead-letters/redrives/{job_id}")
+async def redrive_job(request: Request, job_id: JobId, jobs: Redrives) -> Response:
+    job = jobs.get(job_id)
+    if job is None:
+        raise NotFound("no such redrive: the console forgets them when it restarts")
+    return render(request, "redrive_job.html", job=job)
 
 
 @router.get("/dead-letters/{group}/{letter_id}")

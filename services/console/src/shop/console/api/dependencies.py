@@ -10,6 +10,7 @@ from typing import Annotated
 from fastapi import Depends, Form, Path, Query, Request
 
 from shop.console.api.security import check_csrf, require_user
+from shop.console.domain.redrives import RedriveJobs
 from shop.console.domain.throttle import LoginThrottle
 from shop.console.ports import Documents, Operations, OrderDirectory, Sources
 from shop.console.settings import ConsoleSettings
@@ -42,6 +43,11 @@ async def _login_throttle(request: Request) -> LoginThrottle:
     return throttle
 
 
+async def _redrives(request: Request) -> RedriveJobs:
+    jobs: RedriveJobs = request.app.state.redrives
+    return jobs
+
+
 async def _user(request: Request) -> str:
     return require_user(request)
 
@@ -51,6 +57,7 @@ Orders = Annotated[OrderDirectory, Depends(_orders)]
 Ops = Annotated[Operations, Depends(_operations)]
 AsyncApiDocuments = Annotated[Documents, Depends(_documents)]
 Throttle = Annotated[LoginThrottle, Depends(_login_throttle)]
+Redrives = Annotated[RedriveJobs, Depends(_redrives)]
 
 User = Annotated[str, Depends(_user)]
 """The logged-in user; anyone else is sent to the login form (a redirect)."""
@@ -63,6 +70,7 @@ OrderId = Annotated[uuid.UUID, Path(description="The order's id.")]
 GroupPath = Annotated[str, Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._-]+$")]
 LetterIdPath = Annotated[str, Path(min_length=1, max_length=300)]
 ServicePath = Annotated[str, Path(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9._-]+$")]
+JobId = Annotated[str, Path(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9_-]+$")]
 MailName = Annotated[str, Path(min_length=1, max_length=300, pattern=r"^[A-Za-z0-9._-]+$")]
 SearchText = Annotated[str, Query(max_length=200)]
 FilterText = Annotated[str, Query(max_length=500)]

@@ -36,5 +36,10 @@ async def order(request: Request, order_id: OrderId, directory: Orders, ops: Ops
     except OpsError as error:
         timeline, timeline_problem = [], str(error)
     return render(
-        request, "order.html", order=summary, timeline=timeline, timeline_problem=timeline_problem
+        request,
+        "order.html",
+        order=summary,
+        timeline=timeline,
+        timeline_problem=timeline_problem,
+        traces=await ops.order_traces(order_id),
     )

@@ -1,9 +1,8 @@
-"""Customers authenticate with a bearer JWT (HS256): ``sub`` is the customer id, ``email``
-their address, ``exp`` required."""
+"""Customers authenticate with a bearer JWT (HS256) that the shop's identity provider
+issues: ``sub`` is the customer id, ``email`` their address, ``exp`` required, ``aud`` when
+``SHOP_ORDER_JWT_AUDIENCE`` is set. This service only checks tokens; it issues none."""
 
 from __future__ import annotations
-
-from datetime import UTC, datetime, timedelta
 
 import jwt
 from fastapi import HTTPException
@@ -15,17 +14,6 @@ from shop.order.settings import OrderSettings
 
 ALGORITHM = "HS256"
 _email = TypeAdapter(EmailAddress)  # checked once per address, then remembered
-
-
-def issue_token(
-    settings: OrderSettings, customer_id: str, email: str, *, valid_for: timedelta
-) -> str:
-    """A token as the shop's identity provider would issue it (development and tests)."""
-    now = datetime.now(UTC)
-    claims = {"sub": customer_id, "email": email, "iat": now, "exp": now + valid_for}
-    if settings.jwt_audience:
-        claims["aud"] = settings.jwt_audience
-    return jwt.encode(claims, settings.jwt_secret.get_secret_value(), algorithm=ALGORITHM)
 
 
 def _unauthorized(detail: str) -> HTTPException:

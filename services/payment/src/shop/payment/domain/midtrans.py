@@ -25,7 +25,7 @@ _MEANINGS = {
 
 
 def signature_key(order_id: str, status_code: str, gross_amount: str, server_key: str) -> str:
-    """What Midtrans puts in ``signature_key`` (and what the simulator signs with)."""
+    """What Midtrans puts in ``signature_key`` of a genuine notification."""
     return hashlib.sha512(f"{order_id}{status_code}{gross_amount}{server_key}".encode()).hexdigest()
 
 

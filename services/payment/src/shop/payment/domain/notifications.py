@@ -10,7 +10,7 @@ from enum import StrEnum
 
 class Provider(StrEnum):
     SHOP = "shop"
-    """The shop's own signed format (a gateway the shop controls, and the simulator)."""
+    """The shop's own signed format (a gateway the shop controls, and the development one)."""
     MIDTRANS = "midtrans"
 
 

@@ -17,11 +17,6 @@ _UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
 SCHEME = "v1"
 
 
-def sign(body: bytes, secret: str, timestamp: int) -> str:
-    """The header value a gateway sends with ``body`` at ``timestamp``."""
-    return f"t={timestamp},{SCHEME}={_digest(body, secret, timestamp)}"
-
-
 def verify(
     header: str | None, body: bytes, secrets: Sequence[str], *, now: float, tolerance: float
 ) -> None:

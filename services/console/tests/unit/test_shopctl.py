@@ -1,19 +1,30 @@
-"""The command line's error paths: each failure is one line on stderr and exit code 1.
-Where a part of the shop is needed, it is at a port nothing listens on."""
+"""``shopctl``'s error paths: each failure is one line on stderr and exit code 1. Where a
+part of the shop is needed, it is at a port nothing listens on."""
 
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterator
 
 import pytest
+import structlog
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
-from shop.ops.cli import app
+from shop.console.shopctl.app import app
 from shop.order.api.auth import authenticate
 from shop.order.settings import DEVELOPMENT_JWT_SECRET, OrderSettings
 
 runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def logging_left_as_it_was() -> Iterator[None]:
+    """shopctl quiets the logs of the process it runs in; a test of it must not leave them
+    quiet (or pointed at its captured stderr) for the tests after it."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
 
 
 @pytest.fixture
@@ -149,7 +160,7 @@ def test_an_unexpected_failure_is_one_line_too(monkeypatch: pytest.MonkeyPatch) 
     async def broken(*_: object, **__: object) -> None:
         raise ZeroDivisionError("division by zero")
 
-    monkeypatch.setattr("shop.ops.cli.outbox_status", broken)
+    monkeypatch.setattr("shop.console.shopctl.bus.outbox_status", broken)
     assert one_line_failure(["outbox", "status"]) == (
         "unexpected ZeroDivisionError: division by zero (--traceback shows where)"
     )

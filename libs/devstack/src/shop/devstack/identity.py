@@ -1,0 +1,35 @@
+"""The shop's identity provider, for development and tests: it issues the customer tokens
+order-service checks (a JWT signed with HS256; ``sub`` the customer's id, ``email`` their
+address, ``iat`` and ``exp``, and ``aud`` when the service expects one). In production the
+real identity provider issues them and nothing in the shop signs a token."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import jwt
+
+ALGORITHM: Final = "HS256"
+
+
+def issue_token(
+    secret: str,
+    customer_id: str,
+    email: str,
+    *,
+    valid_for: timedelta,
+    audience: str | None = None,
+) -> str:
+    """A bearer token naming the customer ``customer_id`` at ``email``, signed with
+    ``secret`` (order-service's ``SHOP_ORDER_JWT_SECRET``) and valid for ``valid_for``."""
+    now = datetime.now(UTC)
+    claims: dict[str, Any] = {
+        "sub": customer_id,
+        "email": email,
+        "iat": now,
+        "exp": now + valid_for,
+    }
+    if audience is not None:
+        claims["aud"] = audience
+    return jwt.encode(claims, secret, algorithm=ALGORITHM)

@@ -1,3 +1,0 @@
-from shop.ops.cli import app
-
-app(prog_name="python -m shop.ops")
