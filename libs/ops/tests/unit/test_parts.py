@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from fastapi import HTTPException
 from pydantic import SecretStr
 
 from shop.contracts import ConsumerGroup
@@ -136,3 +137,13 @@ def test_a_token_is_one_order_service_accepts_for_that_customer() -> None:
         OrderSettings(jwt_secret=SecretStr("a-key-of-this-test-long-enough-for-hs256")), token
     )
     assert (customer.id, customer.email) == ("42", "ayu@example.com")
+
+
+def test_a_token_carries_the_audience_order_service_checks() -> None:
+    key = SecretStr("a-key-of-this-test-long-enough-for-hs256")
+    token = customer_token(OpsSettings(jwt_secret=key, jwt_audience="shop-frontend"), "42", "a@b.c")
+    checking = OrderSettings(jwt_secret=key, jwt_audience="shop-frontend")
+    assert authenticate(checking, token).id == "42"
+    without = customer_token(OpsSettings(jwt_secret=key), "42", "a@b.c")
+    with pytest.raises(HTTPException, match="401"):
+        authenticate(checking, without)

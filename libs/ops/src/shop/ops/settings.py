@@ -69,6 +69,9 @@ class OpsSettings(BaseSettings):
     """The bus the services run on (``make run``: Kafka, no namespace)."""
     jwt_secret: SecretStr = SecretStr(ORDER_DEVELOPMENT_JWT_SECRET)
     """order-service's key for customer tokens (its ``SHOP_ORDER_JWT_SECRET``)."""
+    jwt_audience: str | None = None
+    """order-service's ``SHOP_ORDER_JWT_AUDIENCE``, when it checks one: the ``aud`` of the
+    tokens ``shopctl token`` issues."""
     payment_webhook_secret: SecretStr = SecretStr(PAYMENT_DEVELOPMENT_WEBHOOK_SECRET)
     """What the gateway signs the shop's webhook format with (one of payment-service's
     ``SHOP_PAYMENT_WEBHOOK_SECRETS``)."""

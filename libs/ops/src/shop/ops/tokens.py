@@ -19,5 +19,9 @@ def customer_token(
 ) -> str:
     """A bearer token naming the customer ``customer_id`` at ``email``."""
     return issue_token(
-        settings.jwt_secret.get_secret_value(), customer_id, email, valid_for=valid_for
+        settings.jwt_secret.get_secret_value(),
+        customer_id,
+        email,
+        valid_for=valid_for,
+        audience=settings.jwt_audience,
     )
