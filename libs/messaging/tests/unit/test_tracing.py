@@ -14,7 +14,7 @@ import pytest
 import structlog
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import SpanKind, StatusCode
+from opentelemetry.trace import Link, SpanContext, SpanKind, StatusCode
 
 from shop.contracts import OrderCreated, OrderPaid, encode, examples, wrap
 from shop.messaging import MessageContext, OutboxItem, PermanentError, Router, add
@@ -174,12 +174,15 @@ async def test_a_malformed_traceparent_header_falls_back_on_the_envelopes() -> N
     assert not consumer.links
 
 
-async def test_tracing_is_off_again_after_a_test_that_recorded_spans() -> None:
-    """The workspace's conftest takes the provider away after each test: here there is
-    none, whatever ran before."""
+async def test_a_test_that_records_spans_leaves_its_provider_set() -> None:
+    recording_spans()
+    assert recording()  # and nothing here takes it away: the workspace's conftest does
+
+
+async def test_so_the_next_test_runs_untraced() -> None:
+    """Runs after the one above (pytest keeps a file's order)."""
     assert not recording()
     recording_spans()
-    assert recording()
     stop_recording_spans()
     assert not recording()
 
@@ -311,6 +314,23 @@ def test_the_file_exporter_writes_spans_that_read_spans_gives_back(tmp_path: Pat
         "send",
     ]
     assert read_spans(tmp_path / "nothing here") == []
+    provider.shutdown()
+
+
+def test_the_file_keeps_links_and_finds_keys_it_had_to_escape(tmp_path: Path) -> None:
+    settings = TracingSettings(exporter="file", file_dir=tmp_path)
+    provider = tracer_provider(settings, service_name="order-service", process_kind="worker")
+    files = provider.get_tracer("tests")
+    written_in = SpanContext(int("4b" * 16, 16), int("00f0" * 4, 16), is_remote=True)
+    key = 'pesanan "é" 7'  # written escaped: \"\u00e9\"
+    with files.start_as_current_span(
+        "process", links=[Link(written_in)], attributes={MESSAGE_KEY: key}
+    ):
+        pass
+    provider.force_flush()
+
+    [span] = read_spans(tmp_path, key=key)
+    assert span.links == (("4b" * 16, "00f0" * 4),)
     provider.shutdown()
 
 

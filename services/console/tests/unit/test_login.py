@@ -4,6 +4,7 @@ without the session's CSRF token is refused."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import httpx
@@ -213,3 +214,29 @@ async def test_a_successful_login_forgets_the_earlier_failures(client: httpx.Asy
     await client.post("/logout", data={"csrf_token": csrf_of(page)})
 
     assert (await log_in(client, ADMIN, "one more guess")).status_code == 401
+
+
+async def test_guesses_sent_all_at_once_are_throttled_as_they_arrive(
+    client: httpx.AsyncClient,
+) -> None:
+    form = await client.get("/login")
+    token = csrf_of(form)
+
+    async def guess(n: int) -> int:
+        data = {"username": ADMIN, "password": f"guess {n}", "csrf_token": token}
+        return (await client.post("/login", data=data)).status_code
+
+    answers = await asyncio.gather(*(guess(n) for n in range(30)))
+
+    assert answers.count(401) == SETTINGS.login_max_failures
+    assert answers.count(429) == 30 - SETTINGS.login_max_failures
+
+
+async def test_one_users_failures_do_not_lock_out_another_from_the_same_address(
+    client: httpx.AsyncClient,
+) -> None:
+    for _ in range(SETTINGS.login_max_failures):
+        await log_in(client, "intruder", "guess")
+    assert (await log_in(client, "intruder", "guess")).status_code == 429
+
+    assert (await log_in(client, ADMIN, PASSWORD)).status_code == 303

@@ -346,6 +346,16 @@ async def test_a_purge_asks_first_then_removes_the_letter(
     assert "Purged: dead letter 0-17" in (await client.get("/dead-letters")).text
 
 
+async def page_once_ended(client: httpx.AsyncClient, job_page: str) -> httpx.Response:
+    """The job's page once it no longer says it is running (as a browser refreshing it)."""
+    for _ in range(200):
+        page = await client.get(job_page)
+        if "Redrive running" not in page.text:
+            return page
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{job_page} still running")
+
+
 async def test_redriving_every_matching_letter_keeps_the_filter_and_the_rate(
     client: httpx.AsyncClient, shop: FakeShop
 ) -> None:
@@ -369,8 +379,7 @@ async def test_redriving_every_matching_letter_keeps_the_filter_and_the_rate(
     assert done.status_code == 303
     job_page = done.headers["location"]
     assert job_page.startswith("/dead-letters/redrives/")
-    await asyncio.sleep(0.05)
-    page = await client.get(job_page)
+    page = await page_once_ended(client, job_page)
     assert shop.operations.redriven == [("notification-service", "0-1")]
     assert shop.operations.redrive_rates == [SETTINGS.redrive_per_second]
     assert "Redrive done" in page.text
@@ -396,13 +405,17 @@ async def test_a_running_redrive_refreshes_its_page_and_a_failed_one_says_why(
         "/dead-letters/redrive-matching", data={"csrf_token": csrf_of(form)}
     )
     running = await client.get(started.headers["location"])
+    again = await client.post("/dead-letters/redrive-matching", data={"csrf_token": csrf_of(form)})
+    shown = await client.get(again.headers["location"])
     release.set()
-    await asyncio.sleep(0.05)
-    failed = await client.get(started.headers["location"])
+    failed = await page_once_ended(client, started.headers["location"])
     shop.operations.redrive_matching = redrive  # type: ignore[method-assign]
 
     assert "Redrive running" in running.text
     assert '<meta http-equiv="refresh" content="2">' in running.text
+    # One at a time: a second click starts nothing and shows the running one.
+    assert again.headers["location"] == started.headers["location"]
+    assert "Nothing started: a redrive is running already" in shown.text
     assert "Redrive failed" in failed.text
     assert "The redrive stopped: cannot reach the broker" in failed.text
     assert (await client.get("/dead-letters/redrives/unknown-job")).status_code == 404

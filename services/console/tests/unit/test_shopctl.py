@@ -76,6 +76,17 @@ def test_a_token_is_printed_alone_for_the_customer_named() -> None:
     assert (customer.id, customer.email) == ("42", "ayu@example.com")
 
 
+def test_a_token_signed_with_a_real_key_must_be_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = "a-real-signing-key-of-order-service-0123456789"
+    monkeypatch.setenv("SHOP_OPS_JWT_SECRET", real)
+    assert one_line_failure(["token"]).startswith("SHOP_OPS_JWT_SECRET is not the development key")
+    asked = runner.invoke(app, ["token", "--real-key"])
+    assert asked.exit_code == 0, asked.output
+    assert authenticate(OrderSettings(jwt_secret=SecretStr(real)), asked.stdout.strip())
+
+
 def test_an_order_api_that_does_not_answer_is_named_with_what_to_do(
     monkeypatch: pytest.MonkeyPatch, closed_port: int
 ) -> None:

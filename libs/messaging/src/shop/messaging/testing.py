@@ -166,9 +166,12 @@ def recording_spans() -> InMemorySpanExporter:
     global _recorded  # noqa: PLW0603  # one per process, as the TracerProvider is
     if _recorded is None:
         exporter = InMemorySpanExporter()
-        provider = TracerProvider()
+        provider = trace.get_tracer_provider()
+        if not isinstance(provider, TracerProvider):
+            provider = TracerProvider()
+            trace.set_tracer_provider(provider)
+        # A provider the test configured first records into memory as well.
         provider.add_span_processor(SimpleSpanProcessor(exporter))
-        trace.set_tracer_provider(provider)
         _recorded = exporter
     _recorded.clear()
     return _recorded

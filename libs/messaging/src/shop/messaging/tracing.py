@@ -177,10 +177,17 @@ def recording() -> bool:
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
+_kept: tuple[trace.TracerProvider, trace.Tracer] | None = None
+
+
 def _tracer() -> trace.Tracer:
-    # Asked of the provider in use each time, not kept: a test may replace the provider
-    # (shop.messaging.testing), and a kept ProxyTracer would stay with the first.
-    return trace.get_tracer_provider().get_tracer("shop.messaging")
+    # The tracer of the provider in use, kept with that provider: a test may replace the
+    # provider (shop.messaging.testing), and a kept ProxyTracer would stay with the first.
+    global _kept  # noqa: PLW0603  # one provider in use per process
+    provider = trace.get_tracer_provider()
+    if _kept is None or _kept[0] is not provider:
+        _kept = (provider, provider.get_tracer("shop.messaging"))
+    return _kept[1]
 
 
 # --- trace context on envelopes ------------------------------------------------------
@@ -407,6 +414,9 @@ class RecordedSpan:
     status_message: str | None
     attributes: Mapping[str, Any]
     events: tuple[RecordedEvent, ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
+    """``(trace_id, span_id)`` of each linked span: a consumer's, the span its message's
+    row was written in."""
 
     @property
     def seconds(self) -> float:
@@ -432,6 +442,7 @@ class RecordedSpan:
                 RecordedEvent(e["name"], _datetime(e["time_unix_nano"]), e.get("attributes", {}))
                 for e in line.get("events", ())
             ),
+            links=tuple((link["trace_id"], link["span_id"]) for link in line.get("links", ())),
         )
 
 
@@ -483,6 +494,13 @@ class SpanFile(SpanExporter):
                 }
                 for event in span.events
             ],
+            "links": [
+                {
+                    "trace_id": f"{link.context.trace_id:032x}",
+                    "span_id": f"{link.context.span_id:016x}",
+                }
+                for link in span.links
+            ],
         }
 
 
@@ -504,9 +522,10 @@ def read_spans(
     if trace_id is not None:
         lines = [line for line in lines if trace_id in line]
     if key is not None:
+        written = json.dumps(key)[1:-1]  # as the key appears in a line, escapes and all
         traces = {
             span.trace_id
-            for span in _parsed(line for line in lines if key in line)
+            for span in _parsed(line for line in lines if written in line)
             if span.attributes.get(MESSAGE_KEY) == key
         }
         lines = [line for line in lines if any(t in line for t in traces)]

@@ -33,12 +33,12 @@ from shop.messaging.tracing import (
     RETRY_SCHEDULED,
     SUBSCRIBER,
     RecordedSpan,
-    read_spans,
 )
 from shop.ops.databases import connected
 from shop.ops.deadletters import DeadLetterQuery, list_dead_letters
 from shop.ops.errors import OpsError
 from shop.ops.settings import NOTIFICATION_SERVICE, ORDER_SERVICE, PAYMENT_SERVICE, OpsSettings
+from shop.ops.traces import order_spans
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +91,9 @@ async def order_timeline(
         entries += await _inbox(payments, PAYMENT_SERVICE, message_types)
     async with connected(settings, NOTIFICATION_SERVICE) as connection:
         entries += await _emails(connection, order, message_types)
-    if settings.trace_dir is not None and settings.trace_dir.is_dir():
-        entries += traced_tries(read_spans(settings.trace_dir, key=str(order)))
+    spans = await order_spans(settings, order)
+    if spans is not None:
+        entries += traced_tries(spans)
     if include_dead_letters:
         for letter in await list_dead_letters(settings, DeadLetterQuery(contains=str(order))):
             entries.append(
@@ -128,7 +129,7 @@ def traced_tries(spans: Iterable[RecordedSpan]) -> list[TimelineEntry]:
                 detail=(
                     f"attempt {event.attributes.get(ATTEMPT, '?')} by {by}: "
                     f"{event.attributes.get('exception.type', 'error')}; next try in "
-                    f"{float(event.attributes.get(RETRY_DELAY, 0)):.1f} s"
+                    f"{_seconds(event.attributes.get(RETRY_DELAY))}"
                 ),
             )
             for event in span.events
@@ -144,6 +145,10 @@ def traced_tries(spans: Iterable[RecordedSpan]) -> list[TimelineEntry]:
                 )
             )
     return entries
+
+
+def _seconds(value: object) -> str:
+    return f"{value:.1f} s" if isinstance(value, int | float) else "? s"
 
 
 def _entry(at: datetime | None, service: str, what: str, detail: str) -> list[TimelineEntry]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from shop.messaging.tracing import RecordedSpan, read_spans
+from shop.ops.errors import OpsError
 from shop.ops.settings import OpsSettings
 
 
@@ -38,11 +39,20 @@ class OrderTrace:
 async def order_traces(settings: OpsSettings, order_id: uuid.UUID) -> list[OrderTrace] | None:
     """The traces of the order ``order_id``, oldest first; None when no trace folder is
     configured or there is none (the shop does not trace to files there)."""
+    spans = await order_spans(settings, order_id)
+    return None if spans is None else as_traces(spans)
+
+
+async def order_spans(settings: OpsSettings, order_id: uuid.UUID) -> list[RecordedSpan] | None:
+    """Every span of the traces that went through a message about ``order_id``; None as
+    for :func:`order_traces`. Read in a thread: the folder may hold many megabytes."""
     folder = settings.trace_dir
     if folder is None or not folder.is_dir():
         return None
-    spans = await asyncio.to_thread(read_spans, folder, key=str(order_id))
-    return as_traces(spans)
+    try:
+        return await asyncio.to_thread(read_spans, folder, key=str(order_id))
+    except OSError as error:
+        raise OpsError(f"cannot read the traces in {folder}: {error.strerror or error}") from error
 
 
 def as_traces(spans: list[RecordedSpan]) -> list[OrderTrace]:

@@ -12,9 +12,9 @@ from starlette.middleware.sessions import SessionMiddleware
 
 from shop.console.api import asyncapi, auth, bus, deadletters, errors, health, mail, orders
 from shop.console.api.rendering import STATIC
-from shop.console.domain.redrives import RedriveJobs
 from shop.console.domain.throttle import LoginThrottle
 from shop.console.ports import Sources
+from shop.console.service_layer.redrives import RedriveJobs
 from shop.console.settings import ConsoleSettings
 from shop.web.guards import BodyLimit
 from shop.web.metrics import HttpMetrics

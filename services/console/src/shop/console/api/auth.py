@@ -45,7 +45,9 @@ async def login(
     password: Annotated[str, Form(max_length=2048)] = "",
     next_page: Annotated[str, Form(alias="next", max_length=500)] = "/",
 ) -> Response:
-    client = request.client.host if request.client else "unknown"
+    # By address and name together: behind a port-forward every operator comes from one
+    # address, and one's mistakes must not lock the others out.
+    client = f"{request.client.host if request.client else 'unknown'} {username}"
     wait = throttle.wait_before_next_try(client)
     if wait:
         # Refused before the password is even hashed: a guess costs the guesser, not us.
@@ -57,8 +59,10 @@ async def login(
             error=TOO_MANY_TRIES.format(wait),
             retry_after=wait,
         )
+    # Counted as a failure before the hash is checked, so that guesses sent all at once
+    # are counted as they arrive, not after every one of them was let through.
+    throttle.failed(client)
     if not await credentials_match(settings, username, password):
-        throttle.failed(client)
         return _refused(request, next_page, username, status_code=401, error=WRONG_CREDENTIALS)
     throttle.succeeded(client)
     log_in(request, username)

@@ -29,6 +29,7 @@ from shop.console.api.security import flash
 from shop.console.domain.errors import NotFound
 from shop.console.domain.payloads import readable_body
 from shop.console.ports import LetterQuery
+from shop.console.service_layer.redrives import AlreadyRunning
 
 router = APIRouter(dependencies=[LOGIN_REQUIRED])
 
@@ -90,12 +91,21 @@ async def confirm_redrive_matching(request: Request, ops: Ops, query: FilterQuer
 
 @router.post("/dead-letters/redrive-matching")
 async def redrive_matching(
-    _: CsrfChecked, ops: Ops, settings: Settings, jobs: Redrives, query: FilterForm
+    request: Request,
+    _: CsrfChecked,
+    ops: Ops,
+    settings: Settings,
+    jobs: Redrives,
+    query: FilterForm,
 ) -> Response:
-    job = jobs.start(
-        query.description,
-        lambda: ops.redrive_matching(query, per_second=settings.redrive_per_second),
-    )
+    try:
+        job = jobs.start(
+            query.description,
+            lambda: ops.redrive_matching(query, per_second=settings.redrive_per_second),
+        )
+    except AlreadyRunning as running:
+        flash(request, "error", f"Nothing started: {running}. It is shown here.")
+        job = running.job
     return RedirectResponse(f"/dead-letters/redrives/{job.id}", status_code=303)
 
 

@@ -10,9 +10,9 @@ from typing import Annotated
 from fastapi import Depends, Form, Path, Query, Request
 
 from shop.console.api.security import check_csrf, require_user
-from shop.console.domain.redrives import RedriveJobs
 from shop.console.domain.throttle import LoginThrottle
 from shop.console.ports import Documents, Operations, OrderDirectory, Sources
+from shop.console.service_layer.redrives import RedriveJobs
 from shop.console.settings import ConsoleSettings
 
 

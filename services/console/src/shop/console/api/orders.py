@@ -35,11 +35,16 @@ async def order(request: Request, order_id: OrderId, directory: Orders, ops: Ops
         timeline, timeline_problem = await ops.order_timeline(order_id), None
     except OpsError as error:
         timeline, timeline_problem = [], str(error)
+    try:
+        traces, traces_problem = await ops.order_traces(order_id), None
+    except OpsError as error:
+        traces, traces_problem = [], str(error)
     return render(
         request,
         "order.html",
         order=summary,
         timeline=timeline,
         timeline_problem=timeline_problem,
-        traces=await ops.order_traces(order_id),
+        traces=traces,
+        traces_problem=traces_problem,
     )

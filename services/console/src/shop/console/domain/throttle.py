@@ -3,9 +3,11 @@ client must wait until its oldest failure leaves the window. One scrypt hash cos
 console tens of milliseconds; without a limit, a script could try passwords as fast as the
 console can hash them.
 
-Counted by client address, not by user name: a count by name would let anyone lock the
-operators out by failing on purpose. Counted in the process's memory: the console runs one
-replica, and a restart forgetting the counts costs an attacker a restart per window.
+The console counts by client address and user name together: a count by name alone would
+let anyone lock the operators out by failing on purpose, and a count by address alone would
+lock out every operator behind one address (a port-forward, a proxy). Counted in the
+process's memory: the console runs one replica, and a restart forgetting the counts costs
+an attacker a restart per window.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ so that addresses that never come back cannot fill the memory."""
 
 
 class LoginThrottle:
+    """Failures by client key (whatever string the caller makes of a client)."""
+
     def __init__(
         self,
         *,

@@ -14,6 +14,7 @@ from shop.console.shopctl.terminal import Json, fail, out, run, settings, show_j
 from shop.ops.frontend import CartLine, checkout
 from shop.ops.payments import Provider, pay
 from shop.ops.render import amount, moment, shorten
+from shop.ops.settings import ORDER_DEVELOPMENT_JWT_SECRET
 from shop.ops.timeline import order_timeline
 from shop.ops.tokens import customer_token
 
@@ -26,10 +27,23 @@ def token_command(
         "ayu@example.com"
     ),
     hours: Annotated[float, typer.Option(min=0.01, help="How long the token is valid.")] = 12.0,
+    real_key: Annotated[
+        bool,
+        typer.Option(
+            "--real-key",
+            help="Sign with a key that is not the development one (it acts as the customer).",
+        ),
+    ] = False,
 ) -> None:
     """Print a customer token for order-service's API (development: signed with
     `SHOP_OPS_JWT_SECRET`, as the identity provider would)."""
-    token = customer_token(settings(), customer, email, valid_for=timedelta(hours=hours))
+    ops = settings()
+    if not real_key and ops.jwt_secret.get_secret_value() != ORDER_DEVELOPMENT_JWT_SECRET:
+        fail(
+            "SHOP_OPS_JWT_SECRET is not the development key: a token signed with it lets "
+            "whoever holds it order as that customer (pass --real-key if that is meant)"
+        )
+    token = customer_token(ops, customer, email, valid_for=timedelta(hours=hours))
     sys.stdout.write(token + "\n")
 
 

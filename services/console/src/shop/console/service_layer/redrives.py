@@ -2,8 +2,10 @@
 a thousand letters take minutes, longer than a browser (or a proxy) waits for an answer.
 The operator is sent to the job's page, which follows it to the end.
 
-Jobs live in the console's memory: a restart forgets them (and stops a running one part
-way; what went back stays back, the rest stay dead letters, to be redriven again).
+One runs at a time: two at once would double the rate the consumers are given letters at,
+and two over the same letters would give each one back twice. Jobs live in the console's
+memory: a restart forgets them (and stops a running one part way; what went back stays
+back, the rest stay dead letters, to be redriven again).
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ import structlog
 from shop.ops.errors import OpsError
 
 KEPT_JOBS: Final = 50
-"""Finished jobs remembered, newest first, for their pages."""
+"""Jobs remembered for their pages: past this, the oldest finished ones are forgotten."""
+
+STOPPED: Final = "the console stopped before the redrive ended"
 
 log = structlog.get_logger(__name__)
 
@@ -43,30 +47,55 @@ class RedriveJob:
         return "failed" if self.error is not None else "done"
 
 
+class AlreadyRunning(Exception):
+    def __init__(self, job: RedriveJob) -> None:
+        super().__init__(f"a redrive is running already ({job.description})")
+        self.job = job
+
+
 class RedriveJobs:
     def __init__(self) -> None:
         self._jobs: OrderedDict[str, RedriveJob] = OrderedDict()
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+
+    @property
+    def running(self) -> RedriveJob | None:
+        return next((job for job in self._jobs.values() if job.state == "running"), None)
 
     def start(self, description: str, redrive: Callable[[], Awaitable[int]]) -> RedriveJob:
-        """Run ``redrive`` (which answers how many letters went back) in the background."""
+        """Run ``redrive`` (which answers how many letters went back) in the background.
+        Raise :class:`AlreadyRunning` while another redrive runs."""
+        if (running := self.running) is not None:
+            raise AlreadyRunning(running)
         job = RedriveJob(id=secrets.token_urlsafe(9), description=description)
         self._jobs[job.id] = job
-        while len(self._jobs) > KEPT_JOBS:
-            self._jobs.popitem(last=False)
+        finished = [key for key, kept in self._jobs.items() if kept.state != "running"]
+        for key in finished[: max(0, len(self._jobs) - KEPT_JOBS)]:
+            del self._jobs[key]
         task = asyncio.create_task(self._run(job, redrive), name=f"redrive {job.id}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks[job.id] = task
+        task.add_done_callback(lambda _: self._tasks.pop(job.id, None))
         return job
+
+    async def wait(self, job: RedriveJob) -> None:
+        """Until ``job`` has ended (at once if it has)."""
+        task = self._tasks.get(job.id)
+        if task is not None:
+            await asyncio.wait([task])
 
     def get(self, job_id: str) -> RedriveJob | None:
         return self._jobs.get(job_id)
 
     async def close(self) -> None:
         """Stop the running jobs (the console is stopping)."""
-        for task in self._tasks:
+        tasks = list(self._tasks.values())
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for job in self._jobs.values():
+            if job.finished_at is None:  # cancelled before it began
+                job.error = STOPPED
+                job.finished_at = datetime.now(UTC)
 
     @staticmethod
     async def _run(job: RedriveJob, redrive: Callable[[], Awaitable[int]]) -> None:
@@ -75,7 +104,7 @@ class RedriveJobs:
         except OpsError as error:
             job.error = str(error)
         except asyncio.CancelledError:
-            job.error = "the console stopped before the redrive ended"
+            job.error = STOPPED
             raise
         except Exception as error:
             # The job's page says it failed; the log keeps where.

@@ -1,0 +1,1 @@
+"""What the console runs on an operator's behalf beyond one request."""
