@@ -8,7 +8,7 @@ in :mod:`shop.devstack.pytest_plugin`. It is registered once, as a pytest plugin
 it in ``pytest_plugins`` here as well: pytest refuses a plugin registered twice.
 
 The plugin also marks each test by its tier folder (``unit/``, ``integration/``,
-``contract/``, ``e2e/``, ``chaos/``). The table of fixtures, and the helpers of
+``contract/``, ``e2e/``, ``chaos/``, ``deploy/``). The table of fixtures, and the helpers of
 ``shop.devstack.testing`` and ``shop.messaging.testing``, are in ``libs/devstack/README.md``.
 """
 

@@ -36,13 +36,13 @@ import httpx
 import uvloop
 
 from shop.devstack.cpu import CORES, machine_ticks, own_seconds, process_seconds, tree_seconds
-from shop.devstack.identity import issue_token
 from shop.devstack.parts import postgres_part
 from shop.devstack.postgres import EmbeddedPostgres
 from shop.devstack.process import ManagedProcess, free_port, port_accepts
 from shop.devstack.settings import DevstackSettings
 from shop.order.adapters.catalogue import SEED_PRODUCTS
 from shop.order.migrations import migrate
+from shop.simulators.identity import issue_token
 
 HERE = Path(__file__).resolve().parent
 JWT_SECRET = "bench-secret-of-the-checkout-benchmark"

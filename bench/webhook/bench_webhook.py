@@ -29,11 +29,11 @@ from pathlib import Path
 
 import aiohttp
 
-from shop.devstack.gateway import SHOP_SIGNATURE_HEADER, shop_signature
 from shop.devstack.parts import postgres_part
 from shop.devstack.process import ManagedProcess, free_port, port_accepts
 from shop.devstack.settings import DevstackSettings
 from shop.payment.migrations import migrate
+from shop.simulators.gateway import SHOP_SIGNATURE_HEADER, shop_signature
 
 HERE = Path(__file__).resolve().parent
 SECRET = "whsec_bench-secret"

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import psutil
 
-from shop.devstack import gateway
 from shop.devstack.testing import wait_for_ready
 from shop.ops.payments import NoPaymentOpened, payment_due
 from shop.ops.settings import OpsSettings
 from shop.payment.settings import DEVELOPMENT_MIDTRANS_SERVER_KEY, DEVELOPMENT_WEBHOOK_SECRET
+from shop.simulators import gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,6 @@ from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from shop.database import create_engine, session_factory
-from shop.devstack.identity import issue_token
 from shop.devstack.kafka import KafkaCluster
 from shop.messaging import MessagingSettings
 from shop.messaging.testing import on_kafka
@@ -22,6 +21,7 @@ from shop.order.api.app import create_app
 from shop.order.bootstrap import postgres_stores
 from shop.order.migrations import migrate_async
 from shop.order.settings import OrderSettings
+from shop.simulators.identity import issue_token
 
 TokenFor = Callable[..., str]
 

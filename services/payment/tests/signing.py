@@ -1,5 +1,5 @@
 """Notifications signed as each gateway signs them, for tests: by the development payment
-gateway (:mod:`shop.devstack.gateway`), which signs from each format's definition and not
+gateway (:mod:`shop.simulators.gateway`), which signs from each format's definition and not
 with this service's code, so that a verifier that drifts from the definition fails here."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import time
 from typing import Any
 
-from shop.devstack import gateway
+from shop.simulators import gateway
 
 SECRET = "whsec_test-secret-of-the-payment-tests"
 OLD_SECRET = "whsec_the-secret-being-rotated-out"

@@ -6,7 +6,7 @@ import aiosmtplib
 import pytest
 
 from shop.devstack import SmtpSink
-from shop.devstack.smtp import ProviderFaults
+from shop.simulators.mail import ProviderFaults
 
 
 async def test_an_email_sent_with_aiosmtplib_is_read_back(smtp_sink: SmtpSink):

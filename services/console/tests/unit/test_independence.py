@@ -1,7 +1,8 @@
 """The console (with ``shopctl``) and the operators' library, ``shop.ops``, neither depend
 on nor import any other service: what they know of order-, payment- and
 notification-service comes over those services' public interfaces and from the AsyncAPI
-documents the contracts library ships."""
+documents the contracts library ships. Nor do they need the embedded infrastructure
+(``shop.devstack``), which stays out of the shop's image."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ def is_another_service(module: str) -> bool:
     return module.split(".")[:2] in [["shop", service] for service in OTHER_SERVICES]
 
 
+def is_embedded_infrastructure(module: str) -> bool:
+    return module.split(".")[:2] == ["shop", "devstack"]
+
+
 def _name(requirement: str) -> str:
     found = _REQUIRED_NAME.match(requirement)
     assert found, requirement
@@ -54,9 +59,11 @@ def test_importing_every_module_of_the_console_and_of_shop_ops_loads_no_other_se
 
     assert {"shop.ops.lag", "shop.console.shopctl.app", "shop.console.api.app"} <= set(loaded)
     assert [module for module in loaded if is_another_service(module)] == []
+    assert [module for module in loaded if is_embedded_infrastructure(module)] == []
 
 
 def test_neither_package_depends_on_another_service() -> None:
     for package in ("shop-ops", "shop-console"):
         names = {_name(line) for line in requires(package) or []}
         assert names.isdisjoint({f"shop-{service}" for service in OTHER_SERVICES}), package
+        assert "shop-devstack" not in names, package

@@ -16,12 +16,12 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from shop.database import create_engine, session_factory, sqlalchemy_url
-from shop.devstack.identity import issue_token
 from shop.order.adapters.catalogue import seed_catalogue
 from shop.order.api.app import create_app
 from shop.order.bootstrap import postgres_stores
 from shop.order.migrations import migrate
 from shop.order.settings import OrderSettings
+from shop.simulators.identity import issue_token
 from shop.web.testing import CHECKS, AppUnderTest
 
 SECRET = "test-secret-of-the-schemathesis-run"

@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 from shop.contracts import OrderCreated
-from shop.devstack.identity import issue_token
 from shop.order.bootstrap import build_app
 from shop.order.settings import OrderSettings
+from shop.simulators.identity import issue_token
 
 from .fakes import FakeDatabase
 

@@ -8,12 +8,12 @@ import uuid
 
 import pytest
 
-from shop.devstack.gateway import midtrans_signature_key, shop_signature
 from shop.payment.domain import midtrans, shop_format
 from shop.payment.domain.errors import InvalidNotification, InvalidSignature
 from shop.payment.domain.notifications import Meaning, Notification, Provider
 from shop.payment.domain.payments import Decision, Payment, decide
 from shop.payment.domain.status import PaymentStatus
+from shop.simulators.gateway import midtrans_signature_key, shop_signature
 
 BODY = b'{"event_id": "evt_1"}'
 NOW = 1_796_287_800

@@ -1,6 +1,6 @@
-"""Embedded infrastructure for development and tests, started on free ports and stopped after;
-and what stands in for the shop's outside parties: an identity provider
-(:mod:`shop.devstack.identity`) and a payment gateway (:mod:`shop.devstack.gateway`).
+"""Embedded infrastructure for development and tests, started on free ports and stopped after.
+What stands in for the shop's outside parties (identity provider, payment gateway, an
+e-mail provider's faults) is :mod:`shop.simulators`.
 
 The pytest fixtures live in :mod:`shop.devstack.pytest_plugin`, registered by this package's
 ``pytest11`` entry point; helpers for tests that run processes in :mod:`shop.devstack.testing`.

@@ -23,8 +23,8 @@ from shop.devstack.procfile import (
     load,
 )
 from shop.devstack.settings import DevstackSettings
-from shop.devstack.smtp import ProviderFaults
 from shop.devstack.stack import Devstack, Endpoints
+from shop.simulators.mail import ProviderFaults
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 console = Console()

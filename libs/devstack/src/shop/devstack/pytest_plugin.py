@@ -31,7 +31,7 @@ from shop.devstack.smtp import SmtpSink
 
 EndpointT = TypeVar("EndpointT")
 
-_TIER_FOLDERS = frozenset({"unit", "integration", "contract", "e2e", "chaos"})
+_TIER_FOLDERS = frozenset({"unit", "integration", "contract", "e2e", "chaos", "deploy"})
 """A test in one of these folders gets the marker of the same name."""
 
 

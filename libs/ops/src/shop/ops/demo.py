@@ -10,7 +10,7 @@ latencies are measured from this process's clock to the databases' (``sent_at``)
 machine, as with ``make run``, they share a clock.
 
 With ``email_latency`` or ``email_failure`` the development SMTP sink is told to act as a
-provider on a bad day (:class:`shop.devstack.smtp.ProviderFaults`, a file in its mail
+provider on a bad day (:class:`shop.simulators.mail.ProviderFaults`, a file in its mail
 folder) for the demo's duration, so that the retries show.
 """
 
@@ -455,7 +455,7 @@ async def run_demo(
             ".devstack/mail)"
         )
     # The development SMTP sink's faults: imported only when asked for.
-    from shop.devstack.smtp import ProviderFaults  # noqa: PLC0415
+    from shop.simulators.mail import ProviderFaults  # noqa: PLC0415
 
     try:
         faults = ProviderFaults(

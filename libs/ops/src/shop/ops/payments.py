@@ -1,5 +1,5 @@
 """Paying an order as a payment gateway would: the notifications are built and signed by the
-development payment gateway (:mod:`shop.devstack.gateway`) with the secrets of
+development payment gateway (:mod:`shop.simulators.gateway`) with the secrets of
 ``SHOP_OPS_*``, for the amount payment-service's own database says the order is open for,
 and sent to its webhooks."""
 
@@ -14,12 +14,12 @@ from typing import Any, Final
 
 import httpx
 
-from shop.devstack import gateway
-from shop.devstack.gateway import Answer, Notice
 from shop.ops.databases import connected
 from shop.ops.errors import OpsError
 from shop.ops.http import reaching
 from shop.ops.settings import PAYMENT_SERVICE, OpsSettings
+from shop.simulators import gateway
+from shop.simulators.gateway import Answer, Notice
 
 _WAIT_INTERVAL: Final = 0.2
 
@@ -97,7 +97,7 @@ def notices(
 ) -> list[Notice]:
     """The notifications a gateway sends for one payment of ``due`` (for ``amount``
     instead of the amount due when given), each ``repeat`` times; ``out_of_order`` as a
-    network may deliver them (:func:`shop.devstack.gateway.notices`)."""
+    network may deliver them (:func:`shop.simulators.gateway.notices`)."""
     if repeat < 1:
         raise OpsError("--repeat must be at least 1")
     return gateway.notices(

@@ -1,13 +1,13 @@
 """Customer tokens for development, issued by the development identity provider
-(:mod:`shop.devstack.identity`) with the key order-service checks them with
+(:mod:`shop.simulators.identity`) with the key order-service checks them with
 (``SHOP_OPS_JWT_SECRET``): in production the real identity provider issues them."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from shop.devstack.identity import issue_token
 from shop.ops.settings import OpsSettings
+from shop.simulators.identity import issue_token
 
 
 def customer_token(

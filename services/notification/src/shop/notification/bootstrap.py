@@ -62,6 +62,7 @@ def build_worker(
         messaging,
         create_transport(messaging),
         routers=[router],
+        health_host=settings.worker_health_host,
         health_port=settings.worker_health_port if health_port is None else health_port,
         on_close=[engine.dispose],
     )

@@ -88,6 +88,10 @@ class NotificationSettings(BaseSettings):
     max_in_flight: int = Field(default=32, ge=1)
     """E-mails being sent at once (sending is mostly waiting on the provider); also the
     consumer's limit of messages taken in, whatever ``messaging.max_in_flight`` says."""
+    worker_health_host: str = "127.0.0.1"
+    """Where the worker's health port (``/healthz``, ``/readyz``, ``/metrics``) listens:
+    loopback by default; ``0.0.0.0`` in a container, for the kubelet's probes and for
+    Prometheus and the console to reach it."""
     worker_health_port: int = 9103
     log_json: bool = True
     messaging: MessagingSettings = Field(default_factory=MessagingSettings)

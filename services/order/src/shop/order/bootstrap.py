@@ -62,6 +62,7 @@ def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> 
         routers=[build_router(stores.orders)],
         sessions=session_factory(engine),
         relay=relay,
+        health_host=settings.worker_health_host,
         health_port=settings.worker_health_port if health_port is None else health_port,
         on_close=list(stores.close),
     )

@@ -30,6 +30,10 @@ class OrderSettings(BaseSettings):
     jwt_audience: str | None = None
     host: str = "127.0.0.1"
     port: int = 8001
+    worker_health_host: str = "127.0.0.1"
+    """Where the worker's health port (``/healthz``, ``/readyz``, ``/metrics``) listens:
+    loopback by default; ``0.0.0.0`` in a container, for the kubelet's probes and for
+    Prometheus and the console to reach it."""
     worker_health_port: int = 9101
     payment_window_seconds: float = Field(default=30 * 60, gt=0)
     """An order not paid this long after its checkout is cancelled (``payment_expired``)."""

@@ -51,6 +51,7 @@ def build_worker(settings: PaymentSettings, *, health_port: int | None = None) -
         routers=[build_router(SqlPaymentStore(sessions))],
         sessions=sessions,
         relay=relay,
+        health_host=settings.worker_health_host,
         health_port=settings.worker_health_port if health_port is None else health_port,
         on_close=[engine.dispose],
     )

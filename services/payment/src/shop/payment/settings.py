@@ -36,6 +36,10 @@ class PaymentSettings(BaseSettings):
     midtrans_server_key: SecretStr = SecretStr(DEVELOPMENT_MIDTRANS_SERVER_KEY)
     host: str = "127.0.0.1"
     port: int = 8002
+    worker_health_host: str = "127.0.0.1"
+    """Where the worker's health port (``/healthz``, ``/readyz``, ``/metrics``) listens:
+    loopback by default; ``0.0.0.0`` in a container, for the kubelet's probes and for
+    Prometheus and the console to reach it."""
     worker_health_port: int = 9102
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     db_pool_size: int = Field(default=10, ge=1)

@@ -10,7 +10,7 @@ import uuid
 import httpx
 import pytest
 
-from shop.devstack import gateway
+from shop.simulators import gateway
 
 PAYMENT = gateway.Payment(uuid.UUID("6f1c2a4e-8d3b-4c1a-9e2f-0a1b2c3d4e5f"), 178000, "IDR")
 KEYS = gateway.SigningKeys(webhook_secret="whsec_test", midtrans_server_key="SB-Mid-server-test")

@@ -7,7 +7,7 @@ from datetime import timedelta
 import jwt
 import pytest
 
-from shop.devstack.identity import issue_token
+from shop.simulators.identity import issue_token
 
 SECRET = "a-key-of-this-test-long-enough-for-hs256"
 
