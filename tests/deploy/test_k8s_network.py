@@ -506,11 +506,35 @@ def ingress_problems(objects: list[Manifest]) -> list[str]:
     return problems
 
 
+PUBLIC_PATHS = frozenset(
+    {"/v1/orders", "/v1/products", "/v1/payments/webhook", "/v1/payments/webhooks/midtrans"}
+)
+"""What the frontend and the payment gateways must reach from the internet."""
+
+
+def routed_paths(objects: list[Manifest]) -> set[str]:
+    return {
+        entry["path"]
+        for ingress in of_kind(objects, "Ingress")
+        for rule in ingress["spec"]["rules"]
+        for entry in rule["http"]["paths"]
+    }
+
+
 def test_the_internet_reaches_the_shop_s_public_paths_only(objects: list[Manifest]) -> None:
     ingresses = of_kind(objects, "Ingress")
 
     assert ingresses
     assert ingress_problems(objects) == []
+    assert routed_paths(objects) >= PUBLIC_PATHS
+
+
+def test_a_webhook_left_out_of_the_ingress_is_caught(objects: list[Manifest]) -> None:
+    changed = copy.deepcopy(objects)
+    paths = named_object(changed, "Ingress", "payment-api")["spec"]["rules"][0]["http"]["paths"]
+    paths[:] = [p for p in paths if p["path"] != "/v1/payments/webhooks/midtrans"]
+
+    assert PUBLIC_PATHS - routed_paths(changed) == {"/v1/payments/webhooks/midtrans"}
 
 
 def test_an_ingress_to_the_console_or_the_metrics_is_caught(objects: list[Manifest]) -> None:

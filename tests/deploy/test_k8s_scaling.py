@@ -65,6 +65,11 @@ def _kafka_problems(name: str, running: Running, triggers: list[Manifest]) -> li
         watched.add((metadata["consumerGroup"], metadata["topic"]))
         if metadata["bootstrapServers"] != kafka.bootstrap_servers:
             problems.append(f"{name}: KEDA asks {metadata['bootstrapServers']}")
+        # KEDA's operator runs in a namespace of its own: a bare Service name would be
+        # looked up there.
+        for address in metadata["bootstrapServers"].split(","):
+            if "." not in address.rpartition(":")[0]:
+                problems.append(f"{name}: {address} is not namespace-qualified")
         if int(metadata["lagThreshold"]) < 1:
             problems.append(f"{name}: no lag threshold")
         # A new group's consumer starts at the earliest offset: KEDA must count alike.
