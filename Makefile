@@ -12,12 +12,13 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 PYTEST_ARGS ?=
 
-.PHONY: help install run test lint typecheck contracts pytest format bench bench-relay bench-checkout bench-notify bench-webhook bench-retention clean clean-data
+.PHONY: help install run test chaos lint typecheck contracts pytest format bench bench-relay bench-checkout bench-notify bench-webhook bench-retention clean clean-data
 
 help:
 	@echo "make run    start the shop on embedded infrastructure (Ctrl-C stops it);"
 	@echo "           SHOP_TRANSPORT=sqs make run runs it over SNS/SQS instead of Kafka"
 	@echo "make test   lint, type-check, check contracts, run the whole test suite"
+	@echo "make chaos  the chaos suite at full length on both buses (make test runs it bounded)"
 	@echo "make bench  run the benchmarks (figures and their baselines)"
 	@echo "make format apply ruff's formatting and safe fixes"
 	@echo "make clean-data  wipe make run's data (.devstack)"
@@ -65,6 +66,21 @@ pytest: install $(CHROMIUM)
 	$(RUN) pytest $(PYTEST_ARGS)
 
 test: lint typecheck contracts pytest
+
+# The chaos suite at full length, on each bus in turn: CHAOS_ORDERS orders at CHAOS_RATE a
+# second under CHAOS_KILLS SIGKILLs, SIGTERMs, a broker freeze and a failing e-mail provider;
+# each run prints its invariants table (make test runs a bounded form on Kafka).
+CHAOS_ORDERS ?= 2000
+CHAOS_KILLS ?= 30
+CHAOS_RATE ?= 8
+CHAOS_BUSES ?= kafka sqs
+
+chaos: install
+	@for bus in $(CHAOS_BUSES); do \
+		SHOP_CHAOS_TRANSPORT=$$bus SHOP_CHAOS_ORDERS=$(CHAOS_ORDERS) SHOP_CHAOS_KILLS=$(CHAOS_KILLS) \
+		SHOP_CHAOS_RATE=$(CHAOS_RATE) $(RUN) pytest tests/chaos/test_chaos.py -s -p no:cacheprovider \
+		|| exit 1; \
+	done
 
 # Benchmarks measure speed (tests never do); each prints its baseline from the same run.
 bench: bench-relay bench-checkout bench-notify bench-webhook bench-retention

@@ -121,6 +121,22 @@ class ManagedProcess:
                 return lines[-1].strip()
         return "no output"
 
+    def send_signal(self, signum: signal.Signals) -> None:
+        """Signal the process as it runs (a chaos test's SIGKILL, SIGSTOP or SIGCONT);
+        nothing when it has exited."""
+        if self._popen is not None and self._popen.poll() is None:
+            self._popen.send_signal(signum)
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds for the process to exit: its exit code (negative:
+        the signal that ended it), or None while it still runs."""
+        if self._popen is None:
+            return None
+        try:
+            return self._popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def stop(self, timeout: float = 15.0) -> None:
         """Ask the process to stop, then kill it if it has not within ``timeout``."""
         popen = self._popen

@@ -12,6 +12,7 @@ from shop.devstack.aws import AwsEndpoint
 from shop.devstack.kafka import KafkaCluster
 from shop.devstack.parts import Part, aws_part, kafka_part, postgres_part
 from shop.devstack.postgres import PostgresServer
+from shop.devstack.process import ManagedProcess
 from shop.devstack.settings import DevstackSettings
 from shop.devstack.smtp import SmtpAddress, SmtpSink
 
@@ -60,6 +61,16 @@ class Devstack:
             smtp=self.smtp.address,
             mail_dir=self.mail_dir,
         )
+
+    def pid_of(self, part: str) -> int | None:
+        """The process id of the part named ``part`` (``postgres``, ``kafka``, ``aws``) when
+        this devstack runs it as a process of its own; None for a server someone else runs.
+        Chaos tests pause the broker with it (SIGSTOP, SIGCONT)."""
+        for started in self._started:
+            process = getattr(started, "process", None)
+            if started.name == part and isinstance(process, ManagedProcess):
+                return process.pid
+        return None
 
     def stop(self) -> None:
         while self._started:

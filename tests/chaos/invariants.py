@@ -1,0 +1,356 @@
+"""What must hold once the shop has drained after the chaos, read from the services' own
+databases, the SMTP sink's folder and the dead-letter queues, and checked order by order
+against what the load asked for:
+
+- nothing committed is lost: every order the load placed is there, and no other;
+- each valid payment moves its order to ``paid`` exactly once (one ``OrderPaid`` in its
+  outbox) and is applied exactly once (one ``PaymentReceived``); nothing else is paid;
+- every order has its e-mails recorded exactly once (confirmation; receipt or cancellation);
+- a second copy of an e-mail was sent only across a SIGKILL of a notification worker (the
+  window between the send and its record), and the copies are counted;
+- the dead-letter queues hold the deliberately poisoned messages and nothing else;
+- stock = initial - sold + released, for every product;
+- the outboxes have drained."""
+
+from __future__ import annotations
+
+import dataclasses
+import email
+import email.policy
+import itertools
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import asyncpg
+
+from .load import PlannedOrder
+
+CONFIRMATION: Final = "order_confirmation"
+RECEIPT: Final = "payment_receipt"
+CANCELLATION: Final = "order_cancellation"
+EXPECTED_STATUS: Final = {"pay": "paid", "cancel": "cancelled", "wrong_amount": "pending"}
+EXPECTED_EMAILS: Final = {
+    "pay": {CONFIRMATION, RECEIPT},
+    "cancel": {CONFIRMATION, CANCELLATION},
+    "wrong_amount": {CONFIRMATION},
+}
+KILL_SLACK: Final = 2.0
+"""Seconds of clock slack around a kill when placing a duplicate e-mail in its window."""
+
+
+@dataclass(frozen=True)
+class SentMail:
+    subject: str
+    received_at: float
+    """When the sink wrote it (the file's modification time)."""
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    group: str
+    message_type: str | None
+    key: str | None
+    body: bytes
+    error: str
+
+
+@dataclass
+class Reading:
+    """The shop's state, read once it has drained."""
+
+    statuses: dict[uuid.UUID, str] = field(default_factory=dict)
+    numbers: dict[uuid.UUID, str] = field(default_factory=dict)
+    lines: dict[uuid.UUID, list[tuple[str, int]]] = field(default_factory=dict)
+    stock: dict[str, int] = field(default_factory=dict)
+    paid_transitions: Counter[uuid.UUID] = field(default_factory=Counter)
+    """``OrderPaid`` rows per order in order-service's outbox: one per transition."""
+    payments_applied: Counter[uuid.UUID] = field(default_factory=Counter)
+    """``PaymentReceived`` rows per order in payment-service's outbox."""
+    payment_status: dict[uuid.UUID, str] = field(default_factory=dict)
+    notifications: dict[uuid.UUID, Counter[str]] = field(default_factory=dict)
+    unsent: dict[str, int] = field(default_factory=dict)
+    mails: list[SentMail] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Invariant:
+    claim: str
+    expected: str
+    found: str
+    holds: bool
+    examples: tuple[str, ...] = ()
+    awaits_drain: bool = True
+    """It comes to hold as the shop drains (the drain waits for it); False for one that the
+    drain cannot change, or that is read once the drain is over."""
+
+
+@dataclass(frozen=True)
+class Poison:
+    """Messages put on the bus on purpose, each bound for the dead-letter queues."""
+
+    garbage_bodies: tuple[bytes, ...]
+    garbage_groups: tuple[str, ...]
+    """The consumer groups of the topic the garbage went to: one dead letter each."""
+    wrong_amount_group: str
+
+
+async def read(order_db: str, payment_db: str, notification_db: str, mail_dir: Path) -> Reading:
+    reading = Reading()
+    orders = await asyncpg.connect(order_db)
+    try:
+        for row in await orders.fetch("SELECT id, number, status FROM orders"):
+            reading.statuses[row["id"]] = row["status"]
+            reading.numbers[row["id"]] = row["number"]
+        for row in await orders.fetch("SELECT order_id, sku, quantity FROM order_items"):
+            reading.lines.setdefault(row["order_id"], []).append((row["sku"], row["quantity"]))
+        reading.stock = {r["sku"]: r["stock"] for r in await orders.fetch("SELECT * FROM products")}
+        reading.paid_transitions = await _per_order(orders, "order.paid")
+        reading.unsent["order-service"] = await _unsent(orders)
+    finally:
+        await orders.close()
+    payments = await asyncpg.connect(payment_db)
+    try:
+        reading.payments_applied = await _per_order(payments, "payment.received")
+        for row in await payments.fetch("SELECT order_id, status FROM payments"):
+            reading.payment_status[row["order_id"]] = row["status"]
+        reading.unsent["payment-service"] = await _unsent(payments)
+    finally:
+        await payments.close()
+    notifications = await asyncpg.connect(notification_db)
+    try:
+        for row in await notifications.fetch("SELECT order_id, kind FROM order_notifications"):
+            reading.notifications.setdefault(row["order_id"], Counter())[row["kind"]] += 1
+    finally:
+        await notifications.close()
+    reading.mails = list(_mails(mail_dir))
+    return reading
+
+
+async def _per_order(connection: asyncpg.Connection, message_type: str) -> Counter[uuid.UUID]:
+    # Sent rows stay in the outbox for the retention period (days): each is one event.
+    rows = await connection.fetch(
+        "SELECT (convert_from(body, 'UTF8')::jsonb -> 'payload' ->> 'order_id')::uuid AS id "
+        "FROM outbox WHERE message_type = $1",
+        message_type,
+    )
+    return Counter(row["id"] for row in rows)
+
+
+async def _unsent(connection: asyncpg.Connection) -> int:
+    return int(
+        await connection.fetchval(
+            "SELECT count(*) FROM outbox WHERE published_at IS NULL "
+            "AND (due_at IS NULL OR due_at <= now())"
+        )
+    )
+
+
+def _mails(mail_dir: Path) -> Iterable[SentMail]:
+    for path in mail_dir.glob("*.eml"):
+        message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+        yield SentMail(str(message["Subject"]), path.stat().st_mtime)
+
+
+def _holds(claim: str, expected: str, wrong: list[str], found: str | None = None) -> Invariant:
+    return Invariant(
+        claim, expected, found or (f"{len(wrong)} wrong" if wrong else expected), not wrong,
+        tuple(wrong[:5]),
+    )  # fmt: skip
+
+
+@dataclass
+class Expectations:
+    """What the run asked of the shop, to check its reading against."""
+
+    orders: list[PlannedOrder]
+    initial_stock: dict[str, int]
+    poison: Poison
+    notification_kills: list[tuple[float, float]]
+    """When notification workers were killed (and restarted): wall-clock times."""
+
+    @property
+    def placed(self) -> dict[uuid.UUID, PlannedOrder]:
+        return {order.id: order for order in self.orders if order.id is not None}
+
+
+def check(reading: Reading, expectations: Expectations) -> list[Invariant]:
+    orders, initial_stock = expectations.orders, expectations.initial_stock
+    placed = expectations.placed
+    results = []
+
+    lost = [f"order {o.index} never answered 201" for o in orders if o.id is None]
+    lost += [f"{i} placed but not in the database" for i in placed if i not in reading.statuses]
+    unknown = [
+        f"{reading.numbers[i]} committed, never placed" for i in reading.statuses if i not in placed
+    ]
+    results.append(
+        _holds(
+            "every committed order is kept, once",
+            f"{len(orders)} orders",
+            lost + unknown,
+            f"{len(reading.statuses)} orders" if not lost + unknown else None,
+        )
+    )
+
+    wrong_status = [
+        f"{o.number}: {reading.statuses.get(i)} (planned {o.plan})"
+        for i, o in placed.items()
+        if reading.statuses.get(i) != EXPECTED_STATUS[o.plan]
+    ]
+    by_plan = Counter(o.plan for o in placed.values())
+    results.append(
+        _holds(
+            "each order ends as its payments say",
+            ", ".join(f"{n} {EXPECTED_STATUS[p]}" for p, n in sorted(by_plan.items())),
+            wrong_status,
+        )
+    )
+
+    valid = {i for i, o in placed.items() if o.plan == "pay"}
+    transitions = [
+        f"{o.number}: {reading.paid_transitions[i]} paid transition(s)"
+        for i, o in placed.items()
+        if reading.paid_transitions[i] != (1 if i in valid else 0)
+    ]
+    results.append(
+        _holds(
+            "one paid transition per valid payment",
+            f"{len(valid)} transitions",
+            transitions,
+            f"{sum(reading.paid_transitions.values())} transitions" if not transitions else None,
+        )
+    )
+
+    applied = [
+        f"{o.number}: applied {reading.payments_applied[i]} time(s), "
+        f"payment {reading.payment_status.get(i)}"
+        for i, o in placed.items()
+        if reading.payments_applied[i] != (1 if i in valid else 0)
+        or (i in valid) != (reading.payment_status.get(i) == "paid")
+    ]
+    results.append(
+        _holds(
+            "no payment applied twice (nor a wrong one once)",
+            f"{len(valid)} applied once",
+            applied,
+            f"{sum(reading.payments_applied.values())} applied" if not applied else None,
+        )
+    )
+
+    mails = []
+    for i, o in placed.items():
+        recorded = reading.notifications.get(i, Counter())
+        expected = EXPECTED_EMAILS[o.plan]
+        if set(recorded) != expected or any(n != 1 for n in recorded.values()):
+            mails.append(f"{o.number}: {dict(recorded)} (planned {o.plan})")
+    results.append(
+        _holds(
+            "e-mails recorded exactly once each",
+            f"{sum(len(EXPECTED_EMAILS[o.plan]) for o in placed.values())} e-mails",
+            mails,
+        )
+    )
+
+    results.append(_duplicates(reading.mails, expectations.notification_kills))
+    results.append(check_dead_letters(reading, expectations))
+
+    released = Counter[str]()
+    taken = Counter[str]()
+    for i, order_lines in reading.lines.items():
+        for sku, quantity in order_lines:
+            taken[sku] += quantity
+            if reading.statuses.get(i) == "cancelled":
+                released[sku] += quantity
+    stock = [
+        f"{sku}: {reading.stock.get(sku)} != {start} - {taken[sku]} + {released[sku]}"
+        for sku, start in initial_stock.items()
+        if reading.stock.get(sku) != start - taken[sku] + released[sku]
+    ]
+    results.append(
+        _holds(
+            "stock = initial - sold + released",
+            f"{len(initial_stock)} products",
+            stock,
+            f"{sum(taken.values())} taken, {sum(released.values())} released"
+            if not stock
+            else None,
+        )
+    )
+
+    backlog = [f"{service}: {n} unsent" for service, n in reading.unsent.items() if n]
+    results.append(_holds("the outboxes drained", "0 unsent", backlog))
+    return results
+
+
+def _duplicates(mails: list[SentMail], kills: list[tuple[float, float]]) -> Invariant:
+    """Second copies of an e-mail, each of which must straddle a notification worker's
+    SIGKILL: the first copy sent before the kill, the next after it."""
+    by_subject: dict[str, list[float]] = {}
+    for mail in mails:
+        by_subject.setdefault(mail.subject, []).append(mail.received_at)
+    copies = 0
+    outside = []
+    for subject, times in by_subject.items():
+        times.sort()
+        for first, again in itertools.pairwise(times):
+            copies += 1
+            if not any(
+                first - KILL_SLACK <= killed and again >= killed - KILL_SLACK for killed, _ in kills
+            ):
+                outside.append(f"{subject!r}: again {again - first:.1f} s later, no kill between")
+    return Invariant(
+        "a duplicate e-mail only across a kill between send and mark",
+        f"≤ 1 copy per in-flight send at {len(kills)} notification kill(s)",
+        f"{copies} duplicate(s) sent",
+        not outside,
+        tuple(outside[:5]),
+        awaits_drain=False,
+    )
+
+
+def check_dead_letters(reading: Reading, expectations: Expectations) -> Invariant:
+    """Each poisoned message in the dead-letter queue of each group it reached, and nothing
+    else there. A message may be there twice: a consumer keeps the dead letter first and
+    settles the original after, so a crash in between repeats it (never loses it)."""
+    letters, poison = reading.dead_letters, expectations.poison
+    wrong_orders = {str(i) for i, o in expectations.placed.items() if o.plan == "wrong_amount"}
+    expected = {(group, body) for group in poison.garbage_groups for body in poison.garbage_bodies}
+    expected |= {(poison.wrong_amount_group, key.encode()) for key in wrong_orders}
+    found: set[tuple[str, bytes]] = set()
+    stray = []
+    for letter in letters:
+        if letter.body in poison.garbage_bodies and letter.group in poison.garbage_groups:
+            found.add((letter.group, letter.body))
+        elif letter.group == poison.wrong_amount_group and letter.key in wrong_orders:
+            found.add((letter.group, letter.key.encode()))
+        else:
+            stray.append(f"{letter.group}: {letter.message_type} {letter.key}: {letter.error}")
+    missing = [f"{group}: {what!r} missing" for group, what in sorted(expected - found)]
+    verdict = _holds(
+        "dead letters: the poisoned messages only",
+        f"{len(expected)} poisoned",
+        stray + missing,
+        f"{len(found)} poisoned, in {len(letters)} letters" if not stray + missing else None,
+    )
+    return dataclasses.replace(verdict, awaits_drain=False)
+
+
+def table(invariants: list[Invariant], figures: list[tuple[str, str]]) -> str:
+    """The invariants and the run's figures, as a plain-text table."""
+    width = max(len(i.claim) for i in invariants)
+    lines = [f"{'invariant':<{width}}  ok   expected / found"]
+    for invariant in invariants:
+        mark = "yes" if invariant.holds else "NO "
+        lines.append(
+            f"{invariant.claim:<{width}}  {mark}  {invariant.expected} / {invariant.found}"
+        )
+        lines += [f"{'':<{width}}       {example}" for example in invariant.examples]
+    lines.append("")
+    name_width = max(len(name) for name, _ in figures)
+    lines += [f"{name:<{name_width}}  {value}" for name, value in figures]
+    return "\n".join(lines)

@@ -1,0 +1,243 @@
+"""The traffic the chaos suite puts through the shop while it is under fire, as a frontend
+and a payment gateway would send it: orders placed at a steady rate, most of them paid
+(in the shop's format or Midtrans', some notifications sent twice), a few cancelled by
+their customer, a few paid the wrong amount (deliberate poison: their payments go to the
+dead-letter queue).
+
+A request that dies with the process answering it (the suite kills APIs mid-request)
+is sent again as a client would: a checkout with the same ``Idempotency-Key``, a webhook
+with the same event, a cancellation by asking again. A refusal (4xx) is never retried: it
+fails the run, since none of this traffic is invalid."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import httpx
+
+from shop.ops.databases import connected
+from shop.ops.payments import PaymentDue, notices
+from shop.ops.settings import PAYMENT_SERVICE, OpsSettings
+from shop.ops.tokens import customer_token
+from shop.simulators import gateway
+
+Plan = Literal["pay", "cancel", "wrong_amount"]
+SKUS: Final = (
+    "CLEANSER-GEL-150", "SERUM-NIA-30", "SUN-SPF50-50", "MOIST-GEL-50", "TONER-HA-150",
+    "LIP-BALM-10",
+)  # fmt: skip
+CUSTOMERS: Final = 20
+_RETRY_PAUSE: Final = 0.3
+_GIVE_UP_AFTER: Final = 300.0
+"""A request still failing after this long means the shop did not come back: fail."""
+
+
+class ShopRefused(AssertionError):
+    """The shop answered a valid request with a refusal it should not give."""
+
+
+@dataclass
+class PlannedOrder:
+    index: int
+    plan: Plan
+    provider: gateway.Format
+    repeat: int
+    """How often the gateway sends each notification (2: a duplicate webhook)."""
+    lines: list[tuple[str, int]]
+    token: str
+    idempotency_key: str = field(default_factory=lambda: str(uuid.uuid4()))
+    id: uuid.UUID | None = None
+    number: str | None = None
+    due: PaymentDue | None = None
+    settled: bool = False
+    """Its last request answered: paid, cancelled or paid wrong, as planned."""
+
+
+@dataclass
+class LoadFigures:
+    requests: Counter[str] = field(default_factory=Counter)
+    cut: Counter[str] = field(default_factory=Counter)
+    """Requests that died with their connection (their API killed under them), by API."""
+    refused: Counter[str] = field(default_factory=Counter)
+    """Tries that found no API listening (it was down) or had a 5xx answer, by API."""
+    in_flight: Counter[str] = field(default_factory=Counter)
+
+
+def plan_orders(
+    count: int, settings: OpsSettings, *, wrong_amounts: int, seed: int
+) -> list[PlannedOrder]:
+    """``count`` orders: ``wrong_amounts`` of them paid wrong, one in twelve cancelled, the
+    rest paid; half in Midtrans' format, one in five of their notifications sent twice."""
+    chooser = random.Random(seed)
+    run = uuid.uuid4().hex[:6]
+    tokens = [
+        customer_token(settings, f"chaos-{run}-{n:02d}", f"chaos-{n:02d}@example.com")
+        for n in range(CUSTOMERS)
+    ]
+    wrong = set(chooser.sample(range(count), wrong_amounts))
+    orders = []
+    for index in range(count):
+        plan: Plan = "wrong_amount" if index in wrong else "pay"
+        if plan == "pay" and chooser.random() < 1 / 12:
+            plan = "cancel"
+        skus = chooser.sample(SKUS, chooser.choice((1, 1, 2)))
+        orders.append(
+            PlannedOrder(
+                index=index,
+                plan=plan,
+                provider=chooser.choice(list(gateway.Format)),
+                repeat=2 if chooser.random() < 0.2 else 1,
+                lines=[(sku, chooser.choice((1, 1, 2))) for sku in sorted(skus)],
+                token=tokens[index % CUSTOMERS],
+            )
+        )
+    return orders
+
+
+class Load:
+    """Runs the planned orders at ``rate`` checkouts a second, each to its end."""
+
+    def __init__(self, settings: OpsSettings, orders: list[PlannedOrder], rate: float) -> None:
+        self.settings = settings
+        self.orders = orders
+        self.rate = rate
+        self.figures = LoadFigures()
+        self._opened: dict[uuid.UUID, asyncio.Future[PaymentDue]] = {}
+
+    async def run(self) -> None:
+        async with (
+            httpx.AsyncClient(base_url=self.settings.order_api_url, timeout=20) as shop,
+            httpx.AsyncClient(base_url=self.settings.payment_api_url, timeout=20) as payments,
+        ):
+            watcher = asyncio.create_task(self._watch_payments_open())
+            customers = []
+            try:
+                began = time.monotonic()
+                for order in self.orders:
+                    # An open loop: the next checkout leaves on time, however slow the last.
+                    await asyncio.sleep(
+                        max(0.0, began + order.index / self.rate - time.monotonic())
+                    )
+                    customers.append(asyncio.create_task(self._customer(order, shop, payments)))
+                await asyncio.gather(*customers)
+            finally:
+                for task in [*customers, watcher]:
+                    task.cancel()
+                await asyncio.gather(*customers, watcher, return_exceptions=True)
+
+    def placed(self) -> int:
+        return sum(order.id is not None for order in self.orders)
+
+    # -- one customer ---------------------------------------------------------------------
+
+    async def _customer(
+        self, order: PlannedOrder, shop: httpx.AsyncClient, payments: httpx.AsyncClient
+    ) -> None:
+        await self._checkout(order, shop)
+        if order.plan == "cancel":
+            await self._cancel(order, shop)
+        else:
+            assert order.id is not None
+            opened = self._opened.setdefault(order.id, asyncio.get_running_loop().create_future())
+            order.due = await opened
+            await self._pay(order, payments)
+        order.settled = True
+
+    async def _checkout(self, order: PlannedOrder, shop: httpx.AsyncClient) -> None:
+        body = {"items": [{"sku": sku, "quantity": quantity} for sku, quantity in order.lines]}
+        headers = {
+            "Authorization": f"Bearer {order.token}",
+            "Idempotency-Key": order.idempotency_key,
+        }
+        reply = await self._until_answered(
+            "order-api", lambda: shop.post("/v1/orders", json=body, headers=headers)
+        )
+        if reply.status_code != 201:
+            raise ShopRefused(f"checkout {order.index}: {reply.status_code} {reply.text[:300]}")
+        placed = reply.json()
+        order.id = uuid.UUID(placed["id"])
+        order.number = placed["number"]
+
+    async def _cancel(self, order: PlannedOrder, shop: httpx.AsyncClient) -> None:
+        headers = {"Authorization": f"Bearer {order.token}"}
+        reply = await self._until_answered(
+            "order-api", lambda: shop.post(f"/v1/orders/{order.id}/cancel", headers=headers)
+        )
+        # A 409 after a cut request: the first try had cancelled it before the API died.
+        if reply.status_code == 409 and "cancelled" in reply.text:
+            return
+        if reply.status_code != 200:
+            raise ShopRefused(f"cancel {order.number}: {reply.status_code} {reply.text[:300]}")
+
+    async def _pay(self, order: PlannedOrder, payments: httpx.AsyncClient) -> None:
+        assert order.due is not None
+        wrong = order.due.amount + 1 if order.plan == "wrong_amount" else None
+        sequence = notices(
+            self.settings, order.due, provider=order.provider, amount=wrong, repeat=order.repeat
+        )
+        for notice in sequence:
+            reply = await self._until_answered(
+                "payment-api",
+                lambda notice=notice: payments.post(  # type: ignore[misc]
+                    notice.path, content=notice.body, headers=notice.headers
+                ),
+            )
+            if reply.status_code != 200:
+                raise ShopRefused(
+                    f"webhook of {order.number}: {reply.status_code} {reply.text[:300]}"
+                )
+
+    async def _until_answered(
+        self, api: str, send: Callable[[], Awaitable[httpx.Response]]
+    ) -> httpx.Response:
+        """Send until the API answers other than 5xx, as a client retrying a request whose
+        server died under it (every request here is safe to repeat)."""
+        deadline = time.monotonic() + _GIVE_UP_AFTER
+        while True:
+            self.figures.requests[api] += 1
+            self.figures.in_flight[api] += 1
+            try:
+                reply = await send()
+            except httpx.ConnectError:
+                reply = None
+                self.figures.refused[api] += 1
+            except httpx.TransportError:
+                reply = None
+                self.figures.cut[api] += 1
+            finally:
+                self.figures.in_flight[api] -= 1
+            if reply is not None and reply.status_code < 500:
+                return reply
+            if reply is not None:
+                self.figures.refused[api] += 1
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{api} gave no answer for {_GIVE_UP_AFTER:g} s")
+            await asyncio.sleep(_RETRY_PAUSE)
+
+    # -- payment-service opens each order's payment once its OrderCreated arrives ------
+
+    async def _watch_payments_open(self) -> None:
+        async with connected(self.settings, PAYMENT_SERVICE) as payments_db:
+            while True:
+                waiting = [i for i, opened in self._opened.items() if not opened.done()]
+                if waiting:
+                    for row in await payments_db.fetch(
+                        "SELECT order_id, order_number, amount, currency, status FROM payments "
+                        "WHERE order_id = ANY($1::uuid[])",
+                        waiting,
+                    ):
+                        self._opened[row["order_id"]].set_result(_due(row))
+                await asyncio.sleep(0.25)
+
+
+def _due(row: Any) -> PaymentDue:
+    return PaymentDue(
+        row["order_id"], row["order_number"], int(row["amount"]), row["currency"], row["status"]
+    )

@@ -1,0 +1,207 @@
+"""What goes wrong while the load runs, one blow at a time: a worker or the leading relay
+killed (SIGKILL) or stopped (SIGTERM), an API killed while a request is in flight, the
+broker frozen (SIGSTOP, then SIGCONT). Every ended replica is started again after a moment,
+as an orchestrator restarts a pod; a replica that exits by itself (a worker that gives up
+on a broker that stopped answering) is restarted the same way, and counted."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import signal
+import time
+from collections import Counter
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import asyncpg
+
+from .load import LoadFigures
+from .shop import API_KINDS, RELAY_KINDS, WORKER_KINDS, ChaosShop, Replica
+
+RESTART_AFTER: Final = 1.0
+"""How long a killed replica stays down: an orchestrator's restart, roughly."""
+
+
+@dataclass(frozen=True)
+class Blow:
+    at: float
+    """Seconds since the run began."""
+    what: str
+    target: str
+    detail: str = ""
+
+
+@dataclass
+class ChaosLog:
+    blows: list[Blow] = field(default_factory=list)
+    self_exits: Counter[str] = field(default_factory=Counter)
+    backlog_before_freeze: int = 0
+    backlog_peak_in_freeze: int = 0
+    freeze_seconds: float = 0.0
+    notification_kills: list[tuple[float, float]] = field(default_factory=list)
+    """Wall-clock windows (kill, restart) of notification workers killed with SIGKILL: the
+    only times a second copy of an e-mail may be sent."""
+
+    @property
+    def kills(self) -> int:
+        return sum(blow.what.startswith("kill -9") for blow in self.blows)
+
+    def counts(self) -> Counter[str]:
+        return Counter(blow.what for blow in self.blows)
+
+
+def schedule(kills: int, seed: int) -> list[str]:
+    """The blows of a run, in order: ``kills`` SIGKILLs that reach every kind (each worker
+    kind, the leading relay of each service that sends, each API mid-request) before any
+    repeats, a SIGTERM after every fourth kill, and one broker freeze half way."""
+    chooser = random.Random(seed)
+    kinds = [
+        *(f"kill -9 {kind}" for kind in WORKER_KINDS),
+        *(f"kill -9 relay-leader {kind}" for kind in RELAY_KINDS),
+        *(f"kill -9 {kind} mid-request" for kind in API_KINDS),
+    ]
+    blows = [kinds[n] if n < len(kinds) else chooser.choice(kinds) for n in range(kills)]
+    chooser.shuffle(blows)
+    for position in range(len(blows) - 1, 0, -1):
+        if position % 4 == 0:
+            blows.insert(position, f"sigterm {chooser.choice(WORKER_KINDS)}")
+    blows.insert(len(blows) // 2, "freeze broker")
+    return blows
+
+
+class Monkey:
+    def __init__(
+        self,
+        shop: ChaosShop,
+        figures: LoadFigures,
+        order_database_url: str,
+        *,
+        freeze_seconds: float,
+        seed: int,
+    ) -> None:
+        self.shop = shop
+        self.figures = figures
+        self.order_database_url = order_database_url
+        self.freeze_seconds = freeze_seconds
+        self.chooser = random.Random(seed)
+        self.log = ChaosLog()
+        self.began = time.monotonic()
+        self._restarts: set[asyncio.Task[None]] = set()
+
+    def _note(self, what: str, target: str, detail: str = "") -> None:
+        self.log.blows.append(Blow(round(time.monotonic() - self.began, 1), what, target, detail))
+
+    async def run(self, blows: list[str], every: float, load_done: Callable[[], bool]) -> None:
+        """Deal the blows ``every`` seconds apart, restarting what ends meanwhile."""
+        keeper = asyncio.create_task(self._keep_replicas_up())
+        try:
+            for blow in blows:
+                await asyncio.sleep(every * self.chooser.uniform(0.5, 1.0))
+                await self._deal(blow)
+                if load_done() and blow != blows[-1]:
+                    # The load ended early (a fast machine): deal the rest without waiting.
+                    every = 1.0
+            await asyncio.gather(*self._restarts)
+        finally:
+            keeper.cancel()
+
+    async def _deal(self, blow: str) -> None:
+        if blow == "freeze broker":
+            await self._freeze()
+            return
+        verb, _, rest = blow.partition(" ")
+        if verb == "sigterm":
+            replica = self.chooser.choice([r for r in self.shop.of_kind(rest) if r.running()])
+            self._note("sigterm", replica.name)
+            self._later(self._stop_then_start(replica))
+            return
+        target = rest.removeprefix("-9 ")
+        if target.startswith("relay-leader "):
+            kind = target.removeprefix("relay-leader ")
+            leader = await self.shop.relay_leader(kind)
+            candidates = [leader] if leader else [r for r in self.shop.of_kind(kind) if r.running()]
+            self._kill(self.chooser.choice(candidates), "kill -9 relay-leader")
+        elif target.endswith(" mid-request"):
+            api = target.removesuffix(" mid-request")
+            await self._when_in_flight(api)
+            [replica] = self.shop.of_kind(api)
+            self._kill(
+                replica, f"kill -9 {api} mid-request", f"{self.figures.in_flight[api]} in flight"
+            )
+        else:
+            running = [r for r in self.shop.of_kind(target) if r.running()]
+            if running:
+                self._kill(self.chooser.choice(running), f"kill -9 {target}")
+
+    def _kill(self, replica: Replica, what: str, detail: str = "") -> None:
+        killed_at = time.time()
+        self.shop.end(replica, signal.SIGKILL, within=10)
+        self._note(what, replica.name, detail)
+
+        async def restart() -> None:
+            await asyncio.sleep(RESTART_AFTER)
+            replica.start()
+            if replica.kind == "notification-worker":
+                self.log.notification_kills.append((killed_at, time.time()))
+
+        self._later(restart())
+
+    async def _stop_then_start(self, replica: Replica) -> None:
+        code = await asyncio.to_thread(self.shop.end, replica, signal.SIGTERM, within=60)
+        assert code == 0, f"{replica.name} exited {code} on SIGTERM (log: {replica.log_path})"
+        await asyncio.sleep(RESTART_AFTER)
+        replica.start()
+
+    async def _when_in_flight(self, api: str, within: float = 10) -> None:
+        """Wait (a little) for a request to be on its way to ``api``, to cut it."""
+        deadline = time.monotonic() + within
+        # A poll of the load's own counter: it has no event to wait on, and 5 ms is short
+        # beside a checkout.
+        while self.figures.in_flight[api] == 0 and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+
+    async def _freeze(self) -> None:
+        connection = await asyncpg.connect(self.order_database_url)
+        try:
+            self.log.backlog_before_freeze = await _unsent(connection)
+            self.shop.freeze_broker()
+            frozen_at = time.monotonic()
+            self._note("freeze broker", self.shop.transport, f"{self.freeze_seconds:g} s")
+            try:
+                while time.monotonic() - frozen_at < self.freeze_seconds:
+                    self.log.backlog_peak_in_freeze = max(
+                        self.log.backlog_peak_in_freeze, await _unsent(connection)
+                    )
+                    await asyncio.sleep(0.5)
+            finally:
+                self.shop.thaw_broker()
+                self.log.freeze_seconds = time.monotonic() - frozen_at
+        finally:
+            await connection.close()
+
+    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
+        self._restarts.add(task)
+        task.add_done_callback(self._restarts.discard)
+
+    async def _keep_replicas_up(self) -> None:
+        """Restart a replica that exited by itself (not one the monkey is restarting)."""
+        while True:
+            await asyncio.sleep(1.0)
+            if self._restarts:
+                continue  # a blow's own restart is pending: let it happen first
+            for replica in self.shop.exited():
+                self.log.self_exits[replica.name] += 1
+                self._note("exited by itself", replica.name, replica.process.last_log_line())
+                replica.start()
+
+
+async def _unsent(connection: asyncpg.Connection) -> int:
+    """Rows in order-service's outbox waiting to be published now (not scheduled ones)."""
+    return int(
+        await connection.fetchval(
+            "SELECT count(*) FROM outbox WHERE published_at IS NULL AND due_at IS NULL"
+        )
+    )

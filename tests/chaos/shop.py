@@ -1,0 +1,196 @@
+"""The shop as the chaos suite runs it: ``make run``'s processes (``devstack.toml``) on an
+embedded devstack of the suite's own, with two replicas of every worker kind (each runs its
+service's consumers and a relay replica), one of each API, and a broker the suite may
+freeze. Every replica is a process of its own that the suite kills (SIGKILL), stops
+(SIGTERM) and starts again, as an orchestrator would restart a crashed pod."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from shop.devstack.errors import DevstackError
+from shop.devstack.process import ManagedProcess, free_port, port_accepts
+from shop.devstack.procfile import Placeholders, ShopProcess, load
+from shop.devstack.settings import DevstackSettings
+from shop.devstack.stack import Devstack
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+PROCFILE: Final = ROOT / "devstack.toml"
+
+WORKER_KINDS: Final = ("order-worker", "payment-worker", "notification-worker")
+API_KINDS: Final = ("order-api", "payment-api")
+RELAY_KINDS: Final = ("order-worker", "payment-worker")
+"""The worker kinds whose replicas each run a relay replica (notification-service sends
+nothing)."""
+REPLICAS_PER_WORKER: Final = 2
+
+
+@dataclass
+class Replica:
+    """One process of a kind (``order-worker``), started again as often as it is ended."""
+
+    name: str
+    kind: str
+    argv: list[str]
+    env: dict[str, str]
+    port: int
+    """Its API port, or its worker's health port (``/metrics``, ``/readyz``)."""
+    log_path: Path
+    process: ManagedProcess = field(init=False)
+    starts: int = 0
+
+    def __post_init__(self) -> None:
+        self.process = ManagedProcess(self.name, self.argv, self.log_path, env=self.env)
+
+    def start(self) -> None:
+        self.process.start()
+        self.starts += 1
+
+    def running(self) -> bool:
+        return self.process.running()
+
+    def ready(self) -> bool:
+        return self.running() and port_accepts("127.0.0.1", self.port)
+
+
+def _replicas(process: ShopProcess, base_env: dict[str, str], logs: Path) -> list[Replica]:
+    """``process`` as its replicas: two of a worker, each with a health port of its own."""
+    if process.ready_port is None:
+        raise DevstackError(f"{process.name}: the chaos suite needs its ready_port")
+    count = REPLICAS_PER_WORKER if process.name in WORKER_KINDS else 1
+    replicas = []
+    for number in range(1, count + 1):
+        port = process.ready_port if number == 1 else free_port()
+        own = {
+            name: str(port) if value == str(process.ready_port) else value
+            for name, value in process.env.items()
+        }
+        name = f"{process.name}-{number}"
+        replicas.append(
+            Replica(
+                name=name,
+                kind=process.name,
+                argv=process.argv,
+                env={**base_env, **own},
+                port=port,
+                log_path=logs / f"{name}.log",
+            )
+        )
+    return replicas
+
+
+class ChaosShop:
+    """Start with :meth:`start`, end with :meth:`stop` (always: it stops every process and
+    server it started, a frozen broker thawed first)."""
+
+    def __init__(self, workdir: Path, transport: str, extra_env: dict[str, str]) -> None:
+        self.workdir = workdir
+        self.transport = transport
+        self.extra_env = extra_env
+        # A devstack of the suite's own, never a shared server named by SHOP_DEVSTACK_*:
+        # the suite freezes its broker.
+        self.devstack = Devstack(
+            DevstackSettings(
+                workdir=workdir, postgres_url=None, kafka_bootstrap=None, aws_endpoint=None
+            )
+        )
+        self.replicas: list[Replica] = []
+        self.shop_env: dict[str, str] = {}
+        self.mail_dir = workdir / "mail"
+        self._frozen = False
+
+    # -- starting and stopping ------------------------------------------------------------
+
+    def start(self, timeout: float = 120) -> None:
+        endpoints = self.devstack.start()
+        self.mail_dir = endpoints.mail_dir
+        procfile = load(PROCFILE, Placeholders(endpoints, self.workdir), transport=self.transport)
+        self.shop_env = procfile.shop_env
+        procfile.write_shop_env(self.workdir)
+        base_env = {**os.environ, **self.extra_env}
+        logs = self.workdir / "logs"
+        for process in procfile.processes:
+            if process.name not in WORKER_KINDS + API_KINDS:
+                continue  # the console: not under fire
+            env = {**base_env, **process.env, **self.extra_env}
+            for step in process.setup:
+                done = subprocess.run(step, env=env, capture_output=True, text=True, check=False)
+                if done.returncode != 0:
+                    raise DevstackError(f"{process.name}: {step[1:]} failed: {done.stderr[-500:]}")
+            self.replicas += _replicas(process, {**base_env, **self.extra_env}, logs)
+        for replica in self.replicas:
+            replica.start()
+        for replica in self.replicas:
+            replica.process.wait_until(replica.ready, timeout, f"listening on {replica.port}")
+
+    def stop(self) -> None:
+        if self._frozen:
+            self.thaw_broker()
+        for replica in self.replicas:
+            replica.process.stop(timeout=30)
+        self.devstack.stop()
+
+    # -- what the chaos does ------------------------------------------------------------------
+
+    def of_kind(self, kind: str) -> list[Replica]:
+        return [replica for replica in self.replicas if replica.kind == kind]
+
+    def end(self, replica: Replica, signum: signal.Signals, *, within: float = 60) -> int | None:
+        """Send ``signum`` and wait for the process to exit: its exit code."""
+        replica.process.send_signal(signum)
+        return replica.process.wait(within)
+
+    def exited(self) -> list[Replica]:
+        """Replicas not running (ended by the suite, or exited by themselves)."""
+        return [replica for replica in self.replicas if not replica.running()]
+
+    def freeze_broker(self) -> None:
+        """SIGSTOP the bus's server: connections stay open and nothing answers."""
+        self.devstack_process("kafka" if self.transport == "kafka" else "aws", signal.SIGSTOP)
+        self._frozen = True
+
+    def thaw_broker(self) -> None:
+        self.devstack_process("kafka" if self.transport == "kafka" else "aws", signal.SIGCONT)
+        self._frozen = False
+
+    def devstack_process(self, part: str, signum: signal.Signals) -> None:
+        pid = self.devstack.pid_of(part)
+        if pid is None:
+            raise DevstackError(f"the devstack runs no {part} process of its own")
+        os.kill(pid, signum)
+
+    async def relay_leader(self, kind: str) -> Replica | None:
+        """The replica of ``kind`` whose relay holds the lead (publishes), if one does."""
+        async with httpx.AsyncClient(timeout=2) as client:
+            for replica in self.of_kind(kind):
+                if not replica.running():
+                    continue
+                try:
+                    reply = await client.get(f"http://127.0.0.1:{replica.port}/metrics")
+                except httpx.HTTPError:
+                    continue
+                for family in text_string_to_metric_families(reply.text):
+                    if family.name == "messaging_relay_leader" and any(
+                        sample.value == 1 for sample in family.samples
+                    ):
+                        return replica
+        return None
+
+    async def wait_ready(self, replica: Replica, within: float = 60) -> None:
+        deadline = time.monotonic() + within
+        while not replica.ready():
+            if not replica.running():
+                raise DevstackError(f"{replica.name} exited: {replica.process.last_log_line()}")
+            if time.monotonic() > deadline:
+                raise DevstackError(f"{replica.name} not ready within {within:g} s")
+            await asyncio.sleep(0.1)

@@ -1,0 +1,169 @@
+"""The chaos suite's invariants catch what they claim to: each is shown a reading of a shop
+that broke its promise in one way, and must say so (and hold on the same shop unbroken)."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections import Counter
+
+import pytest
+
+from shop.simulators.gateway import Format
+
+from .invariants import (
+    CANCELLATION,
+    CONFIRMATION,
+    RECEIPT,
+    DeadLetter,
+    Expectations,
+    Invariant,
+    Poison,
+    Reading,
+    SentMail,
+    check,
+)
+from .load import Plan, PlannedOrder
+
+GARBAGE = b"{not json"
+POISON = Poison((GARBAGE,), ("notification-service", "payment-service"), "payment-service")
+
+
+def planned(index: int, plan: Plan) -> PlannedOrder:
+    return PlannedOrder(
+        index, plan, Format.SHOP, 1, [("SERUM-NIA-30", 2)], "token", id=uuid.uuid4(),
+        number=f"SO-{index:04d}",
+    )  # fmt: skip
+
+
+def a_shop_that_kept_its_promises() -> tuple[Reading, Expectations]:
+    paid, cancelled, wrong = planned(1, "pay"), planned(2, "cancel"), planned(3, "wrong_amount")
+    orders = [paid, cancelled, wrong]
+    reading = Reading()
+    for order, status, mails in (
+        (paid, "paid", [CONFIRMATION, RECEIPT]),
+        (cancelled, "cancelled", [CONFIRMATION, CANCELLATION]),
+        (wrong, "pending", [CONFIRMATION]),
+    ):
+        assert order.id is not None
+        assert order.number is not None
+        reading.statuses[order.id] = status
+        reading.numbers[order.id] = order.number
+        reading.lines[order.id] = list(order.lines)
+        reading.notifications[order.id] = Counter(mails)
+        reading.payment_status[order.id] = "paid" if status == "paid" else "pending"
+        reading.mails += [SentMail(f"{kind} {order.number}", 100.0) for kind in mails]
+    assert paid.id is not None
+    assert wrong.id is not None
+    reading.paid_transitions[paid.id] = 1
+    reading.payments_applied[paid.id] = 1
+    # 100 at the start; 3 orders of 2 taken, the cancelled order's 2 released.
+    reading.stock = {"SERUM-NIA-30": 96}
+    reading.unsent = {"order-service": 0, "payment-service": 0}
+    reading.dead_letters = [
+        DeadLetter("notification-service", None, "garbage-0", GARBAGE, "undecodable"),
+        DeadLetter("payment-service", None, "garbage-0", GARBAGE, "undecodable"),
+        DeadLetter("payment-service", "payment.process", str(wrong.id), b"{}", "amount"),
+    ]
+    return reading, Expectations(orders, {"SERUM-NIA-30": 100}, POISON, [])
+
+
+def broken(claim: str, invariants: list[Invariant]) -> list[str]:
+    """The claims that do not hold: ``claim`` alone, when the checks are sharp."""
+    failing = [invariant.claim for invariant in invariants if not invariant.holds]
+    assert any(claim in failed for failed in failing), f"{claim!r} held: {invariants}"
+    return failing
+
+
+def test_every_invariant_holds_on_a_shop_that_kept_its_promises() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    assert [i.claim for i in check(reading, expectations) if not i.holds] == []
+
+
+def test_an_order_lost_after_its_201_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    lost = expectations.orders[0].id
+    del reading.statuses[lost]  # type: ignore[arg-type]
+    assert "every committed order is kept, once" in broken("kept", check(reading, expectations))
+
+
+def test_a_second_order_for_one_idempotency_key_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    twin = uuid.uuid4()
+    reading.statuses[twin] = "pending"
+    reading.numbers[twin] = "SO-9999"
+    broken("every committed order is kept, once", check(reading, expectations))
+
+
+def test_an_order_paid_twice_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    paid = expectations.orders[0].id
+    reading.paid_transitions[paid] = 2  # type: ignore[index]
+    broken("one paid transition per valid payment", check(reading, expectations))
+
+
+def test_a_payment_applied_twice_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.payments_applied[expectations.orders[0].id] = 2  # type: ignore[index]
+    broken("no payment applied twice", check(reading, expectations))
+
+
+def test_a_wrong_amount_that_was_applied_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    wrong = expectations.orders[2].id
+    reading.payments_applied[wrong] = 1  # type: ignore[index]
+    reading.payment_status[wrong] = "paid"  # type: ignore[index]
+    broken("no payment applied twice", check(reading, expectations))
+
+
+@pytest.mark.parametrize("missing", [CONFIRMATION, RECEIPT])
+def test_a_missing_email_is_caught(missing: str) -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    del reading.notifications[expectations.orders[0].id][missing]  # type: ignore[index]
+    broken("e-mails recorded exactly once each", check(reading, expectations))
+
+
+def test_a_second_email_with_no_kill_between_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.mails.append(SentMail(reading.mails[0].subject, 130.0))
+    broken("a duplicate e-mail only across a kill", check(reading, expectations))
+
+
+def test_a_second_email_across_a_notification_workers_kill_is_allowed_and_counted() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.mails.append(SentMail(reading.mails[0].subject, 130.0))
+    expectations.notification_kills.append((101.0, 102.0))
+    [duplicates] = [i for i in check(reading, expectations) if "duplicate" in i.claim]
+    assert duplicates.holds
+    assert duplicates.found == "1 duplicate(s) sent"
+
+
+def test_a_dead_letter_nobody_poisoned_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    stray = DeadLetter("order-service", "payment.received", "x", b"{}", "boom")
+    reading.dead_letters.append(stray)
+    broken("dead letters: the poisoned messages only", check(reading, expectations))
+
+
+def test_a_poisoned_message_missing_from_the_dead_letters_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.dead_letters.pop()
+    broken("dead letters: the poisoned messages only", check(reading, expectations))
+
+
+def test_a_repeated_dead_letter_of_a_poisoned_message_is_allowed() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.dead_letters.append(reading.dead_letters[-1])
+    assert all(i.holds for i in check(reading, expectations))
+
+
+def test_stock_not_released_by_a_cancellation_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.stock["SERUM-NIA-30"] -= 2
+    broken("stock = initial - sold + released", check(reading, expectations))
+
+
+def test_an_outbox_that_did_not_drain_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading = dataclasses.replace(reading, unsent={"order-service": 3, "payment-service": 0})
+    broken("the outboxes drained", check(reading, expectations))
