@@ -114,7 +114,9 @@ class ChaosShop:
     def start(self, timeout: float = 120) -> None:
         endpoints = self.devstack.start()
         self.mail_dir = endpoints.mail_dir
-        procfile = load(PROCFILE, Placeholders(endpoints, self.workdir), transport=self.transport)
+        # Ports of its own, never make run's (8001, …): a developer's shop may be running.
+        placeholders = Placeholders(endpoints, self.workdir, preferred_ports=False)
+        procfile = load(PROCFILE, placeholders, transport=self.transport)
         self.shop_env = procfile.shop_env
         procfile.write_shop_env(self.workdir)
         base_env = {**os.environ, **self.extra_env}

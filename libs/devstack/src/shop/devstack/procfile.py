@@ -51,9 +51,14 @@ class ShopProcess:
 class Placeholders:
     """Values for ``{…}`` in a procfile, from the running devstack."""
 
-    def __init__(self, endpoints: Endpoints, workdir: Path) -> None:
+    def __init__(
+        self, endpoints: Endpoints, workdir: Path, *, preferred_ports: bool = True
+    ) -> None:
         self.endpoints = endpoints
         self.workdir = workdir
+        # False: any free port, never the preferred one (``=8001``), for a stack that runs
+        # beside a developer's ``make run``.
+        self.preferred_ports = preferred_ports
         self.ports: dict[str, int] = {}
         self.databases: set[str] = set()
 
@@ -80,7 +85,7 @@ class Placeholders:
         if name == "port" and argument:
             port_name, _, preferred = argument.partition("=")
             if port_name not in self.ports:
-                wanted = int(preferred) if preferred else None
+                wanted = int(preferred) if preferred and self.preferred_ports else None
                 free = wanted is not None and not port_accepts("127.0.0.1", wanted)
                 self.ports[port_name] = wanted if free and wanted else free_port()
             return str(self.ports[port_name])
