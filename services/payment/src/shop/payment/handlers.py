@@ -20,7 +20,10 @@ def build_router(store: PaymentStore) -> Router:
 
     @router.subscriber(OrderCancelled)
     async def expire_payment(event: OrderCancelled, ctx: MessageContext) -> None:
-        await payments.expire_payment(store.joining(ctx), event)
+        try:
+            await payments.expire_payment(store.joining(ctx), event)
+        except PaymentNotOpened as error:
+            raise TransientError(str(error)) from error
 
     # Not in the inbox's transaction: a notification for another amount is flagged in a
     # transaction of its own once the payment's lock is released, and the message still
