@@ -18,36 +18,62 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from email.message import Message
 from pathlib import Path
+from typing import Any, TypeVar
+from unittest import mock
 
 import psutil
 
 from shop.devstack.testing import wait_for_ready
 from shop.ops.payments import NoPaymentOpened, payment_due
-from shop.ops.settings import OpsSettings
+from shop.ops.settings import ENV_FILE_VARIABLE, OpsSettings
 from shop.payment.settings import DEVELOPMENT_MIDTRANS_SERVER_KEY, DEVELOPMENT_WEBHOOK_SECRET
 from shop.simulators import gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: Message
+    """Looked up by name in any case (``Content-Type``, ``content-type``)."""
+    text: str
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+
+def http_reply(
+    method: str, url: str, body: object = None, headers: dict[str, str] | None = None
+) -> Reply:
+    """One HTTP request; a refusal (4xx, 5xx) is a reply like any other, not an error."""
+    data = json.dumps(body).encode() if body is not None else None
+    sent = urllib.request.Request(url, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(sent, timeout=10) as reply:
+            return Reply(reply.status, reply.headers, reply.read().decode())
+    except urllib.error.HTTPError as error:
+        return Reply(error.code, error.headers, error.read().decode())
+
 
 def http(
     method: str, url: str, body: object = None, headers: dict[str, str] | None = None
 ) -> tuple[int, str]:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as reply:
-            return reply.status, reply.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.read().decode()
+    reply = http_reply(method, url, body, headers)
+    return reply.status, reply.text
 
 
-def until(check: Callable[[], bool], what: str, within: float = 90) -> None:
+def until(check: Callable[[], T | None], what: str, within: float = 90) -> T:
+    """Poll ``check`` until it gives something true, and return that."""
     deadline = time.monotonic() + within
-    while not check():
+    while not (outcome := check()):
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.5)
+    return outcome
 
 
 @dataclass(frozen=True)
@@ -68,6 +94,17 @@ class RunningShop:
 
     def log(self, process: str) -> str:
         return (self.workdir / "logs" / f"{process}.log").read_text(errors="replace")
+
+    def ops_settings(self) -> OpsSettings:
+        """What ``shopctl`` reads for this stack: its ``shop.env``."""
+        with mock.patch.dict(os.environ, {ENV_FILE_VARIABLE: str(self.workdir / "shop.env")}):
+            return OpsSettings()
+
+    def stock_of(self, sku: str) -> int:
+        """How many of ``sku`` the catalogue says are in stock."""
+        reply = http_reply("GET", f"{self.order_api}/v1/products/{sku}")
+        assert reply.status == 200, reply.text
+        return int(reply.json()["in_stock"])
 
     def customer_token(self) -> str:
         """A token from ``shopctl token``, as a developer gets one."""
@@ -128,23 +165,54 @@ def read_env_file(path: Path) -> dict[str, str]:
     return env
 
 
+START_ATTEMPTS = 3
+PORT_IN_USE = "address already in use"
+
+
 @contextmanager
 def running_shop(
     workdir: Path, transport: str, extra_env: dict[str, str] | None = None
 ) -> Iterator[RunningShop]:
-    """``make run`` on ``transport``, in ``workdir``; stopped with SIGTERM at the end."""
+    """``make run`` on ``transport``, in ``workdir``; stopped with SIGTERM at the end.
+
+    The devstack chooses each port (8001 when it is free, …) before the process that is to
+    listen on it starts, so another stack starting at the same moment on this machine may
+    take one first. Such a start is stopped and made again, in a folder of its own: the
+    shop did nothing wrong, and its tests must not fail for it."""
     env = {**os.environ, "COLUMNS": "200", "SHOP_TRANSPORT": transport, **(extra_env or {})}
+    for attempt in range(1, START_ATTEMPTS + 1):
+        folder = workdir if attempt == 1 else workdir.with_name(f"{workdir.name}-{attempt}")
+        with _make_run(folder, env) as banner:
+            if banner is None and attempt < START_ATTEMPTS:
+                continue
+            assert banner is not None, f"another stack took this one's ports {attempt} times"
+            assert f"bus: {transport}" in banner, banner
+            yield RunningShop(folder, banner, read_env_file(folder / "shop.env"), env)
+            return
+
+
+@contextmanager
+def _make_run(workdir: Path, env: dict[str, str]) -> Iterator[str | None]:
+    """``make run``'s command in ``workdir``: what it printed once ready, or None when
+    another process took one of the ports it chose; stopped with SIGTERM at the end."""
     process = subprocess.Popen(
         [sys.executable, "-m", "shop.devstack", "up", "--workdir", str(workdir),
          "--procfile", str(ROOT / "devstack.toml")],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env,
     )  # fmt: skip
     children: list[psutil.Process] = []
+    banner: str | None = None
     try:
-        banner = wait_for_ready(process)
-        children = psutil.Process(process.pid).children(recursive=True)
-        assert f"bus: {transport}" in banner, banner
-        yield RunningShop(workdir, banner, read_env_file(workdir / "shop.env"), env)
+        try:
+            banner = wait_for_ready(process)
+        except AssertionError as error:
+            if PORT_IN_USE not in str(error):
+                raise
+        else:
+            children = psutil.Process(process.pid).children(recursive=True)
+            if _ports_served_by_others(workdir, children):
+                banner = None
+        yield banner
     finally:
         process.send_signal(signal.SIGTERM)
         try:
@@ -159,4 +227,25 @@ def running_shop(
         _, alive = psutil.wait_procs(children, timeout=20)
     # After the stop, so that a failing test's own error is the one reported.
     assert alive == [], f"left running: {[p.pid for p in alive]}"
-    assert code == 0, f"make run's command exited {code} on SIGTERM"
+    if banner is not None:
+        assert code == 0, f"make run's command exited {code} on SIGTERM"
+
+
+def _ports_served_by_others(workdir: Path, children: list[psutil.Process]) -> list[int]:
+    """The ports of this stack's processes (those ``shop.env`` names) on which a process of
+    another stack listens: its readiness check took that one's answer for its own, and its
+    own process could not listen there."""
+    ports = {
+        int(port)
+        for value in read_env_file(workdir / "shop.env").values()
+        if (port := value.removeprefix("http://127.0.0.1:")).isdigit()
+    }
+    ours = {child.pid for child in children}
+    return sorted(
+        connection.laddr.port
+        for connection in psutil.net_connections(kind="tcp")
+        if connection.status == psutil.CONN_LISTEN
+        and connection.laddr.port in ports
+        and connection.pid is not None  # unknown when the process is another user's
+        and connection.pid not in ours
+    )

@@ -1,0 +1,590 @@
+"""The shop's order flows end to end: the services as separate processes on ``make run``'s
+stack, on the Kafka-protocol broker and on SQS/SNS, driven over HTTP as a frontend and a
+payment gateway would. Each scenario asserts what can be seen from outside: an order's
+status over the order API, stock over ``/v1/products``, the e-mails in the SMTP sink's
+folder, and where no API shows it, the services' own databases and the dead letters, read as
+``shopctl`` reads them (:mod:`shop.ops`).
+
+Starting a stack costs half a minute, so each bus gets one, and its scenarios all run on it
+at once, each in a thread of its own with a customer and a product of its own (so that a
+product's stock counts that scenario's orders only). The payment window is the longest wait
+of all; it runs while the other scenarios proceed. One test per scenario then reports how
+its scenario ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email
+import email.policy
+import functools
+import io
+import json
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from email.message import EmailMessage
+from email.parser import BytesHeaderParser
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+from pypdf import PdfReader
+from pypdf.errors import PdfReadError
+
+from shop.ops.databases import connected
+from shop.ops.deadletters import DeadLetterEntry, DeadLetterQuery, list_dead_letters
+from shop.ops.payments import signing_keys
+from shop.ops.settings import ORDER_SERVICE, PAYMENT_SERVICE, OpsSettings
+from shop.ops.tokens import customer_token
+from shop.simulators import gateway
+from shop.simulators.gateway import Answer, Format, Notice
+
+from .shop_stack import Reply, RunningShop, http_reply, running_shop, until
+
+TRANSPORTS = ["kafka", "sqs"]
+PROVIDERS = [Format.SHOP, Format.MIDTRANS]
+
+WINDOW_SECONDS = 30
+"""Every order's payment window on these stacks: short enough for an order to expire while
+the other scenarios run, long enough for those that pay an order to pay it first on a busy
+machine (they take 5 to 6 s on an idle one)."""
+PAST_THE_WINDOW = WINDOW_SECONDS + 60
+"""How long to wait for what happens at an order's deadline: its window, then the relay
+publishing the deadline and the worker handling it on a busy machine."""
+
+# Each scenario's own product: its stock then moves with that scenario's orders alone.
+PAID_SKU = "SUN-SPF50-50"
+REPLAY_SKU = "TONER-HA-150"
+REPEATED_SKU = {Format.SHOP: "CLEANSER-GEL-150", Format.MIDTRANS: "CLEANSER-OIL-200"}
+EARLY_SKU = {Format.SHOP: "MOIST-GEL-50", Format.MIDTRANS: "ESSENCE-SNAIL-100"}
+WRONG_AMOUNT_SKU = "MASK-CLAY-100"
+CANCELLED_SKU = "SERUM-VITC-20"
+REFUND_SKU = "MOIST-CERA-50"
+EXPIRY_SKU = "SERUM-NIA-30"
+
+SUBJECTS = {
+    "confirmation": "Order {number} confirmed",
+    "receipt": "Receipt for order {number}",
+    "cancellation": "Order {number} cancelled",
+}
+"""What notification-service calls each e-mail it sends about an order."""
+
+Order = dict[str, Any]
+"""An order as the order API answers it (``id``, ``number``, ``status``, ``total`` …)."""
+
+
+@dataclass(frozen=True)
+class Customer:
+    """A shopper with a token of their own, for whom the frontend calls the order API."""
+
+    order_api: str
+    email: str
+    token: str
+
+    def _headers(self, idempotency_key: str | None = None) -> dict[str, str]:
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+        return headers
+
+    def place(self, items: list[dict[str, object]], idempotency_key: str) -> Reply:
+        return http_reply(
+            "POST", f"{self.order_api}/v1/orders", {"items": items}, self._headers(idempotency_key)
+        )
+
+    def checkout(self, sku: str, quantity: int = 1) -> Order:
+        reply = self.place([{"sku": sku, "quantity": quantity}], str(uuid.uuid4()))
+        assert reply.status == 201, reply.text
+        return dict(reply.json())
+
+    def status(self, order: Order) -> str:
+        reply = http_reply(
+            "GET", f"{self.order_api}/v1/orders/{order['id']}", None, self._headers()
+        )
+        assert reply.status == 200, reply.text
+        return str(reply.json()["status"])
+
+    def cancel(self, order: Order) -> Reply:
+        return http_reply(
+            "POST", f"{self.order_api}/v1/orders/{order['id']}/cancel", None, self._headers()
+        )
+
+    def orders(self) -> list[Order]:
+        reply = http_reply("GET", f"{self.order_api}/v1/orders?limit=100", None, self._headers())
+        assert reply.status == 200, reply.text
+        return list(reply.json()["orders"])
+
+
+@dataclass(frozen=True)
+class Shop:
+    """One running stack: its customers, its payment gateway, and what an operator reads of
+    it where no API shows it."""
+
+    running: RunningShop
+    ops: OpsSettings
+
+    def customer(self, name: str) -> Customer:
+        """A customer of the development identity provider, at ``name``@example.com."""
+        address = f"{name}@example.com"
+        return Customer(self.running.order_api, address, customer_token(self.ops, name, address))
+
+    def stock_of(self, sku: str) -> int:
+        return self.running.stock_of(sku)
+
+    # -- the payment gateway ------------------------------------------------------------
+
+    def notices(self, order: Order, **how: Any) -> list[Notice]:
+        """What the gateway sends about ``order``'s payment (``how``: the options of
+        :func:`shop.simulators.gateway.notices`). The gateway knows the order's id, total
+        and currency from the checkout's answer, as the frontend handed them over."""
+        payment = gateway.Payment(uuid.UUID(order["id"]), order["total"], order["currency"])
+        return gateway.notices(payment, signing_keys(self.ops), **how)
+
+    def send(self, sequence: list[Notice], *, concurrently: bool = False) -> list[Answer]:
+        return asyncio.run(
+            gateway.send(self.ops.payment_api_url, sequence, concurrently=concurrently)
+        )
+
+    # -- the services' own databases ------------------------------------------------------
+
+    def _fetch(self, service: str, query: str, *arguments: object) -> list[asyncpg.Record]:
+        async def fetch() -> list[asyncpg.Record]:
+            async with connected(self.ops, service) as connection:
+                return list(await connection.fetch(query, *arguments))
+
+        return asyncio.run(fetch())
+
+    def payment(self, order: Order) -> asyncpg.Record | None:
+        """The payment payment-service opened for ``order``: None until it has."""
+        rows = self._fetch(
+            PAYMENT_SERVICE,
+            "SELECT status, amount, currency, flagged FROM payments WHERE order_id = $1",
+            uuid.UUID(order["id"]),
+        )
+        return rows[0] if rows else None
+
+    def payment_status(self, order: Order) -> str | None:
+        payment = self.payment(order)
+        return None if payment is None else str(payment["status"])
+
+    def notifications(self, order: Order) -> list[asyncpg.Record]:
+        """The gateway's notifications payment-service kept about ``order``, each with the
+        outcome of applying it (None until its worker has)."""
+        return self._fetch(
+            PAYMENT_SERVICE,
+            "SELECT provider_event_id, outcome FROM payment_events WHERE order_id = $1",
+            uuid.UUID(order["id"]),
+        )
+
+    def applied_notifications(self, order: Order, count: int) -> list[asyncpg.Record] | None:
+        """The ``count`` notifications kept about ``order`` once every one of them is
+        applied; None until then."""
+        kept = self.notifications(order)
+        done = len(kept) == count and all(row["outcome"] is not None for row in kept)
+        return kept if done else None
+
+    def conflicts(self, order: Order) -> list[asyncpg.Record]:
+        """The payments order-service refused to apply to ``order``, for a person to settle."""
+        return self._fetch(
+            ORDER_SERVICE,
+            "SELECT action, order_status, amount, currency FROM payment_conflicts "
+            "WHERE order_id = $1",
+            uuid.UUID(order["id"]),
+        )
+
+    def published(self, service: str, order: Order) -> Counter[str]:
+        """How many messages of each type ``service`` put in its outbox about ``order``
+        (the only way it publishes anything)."""
+        rows = self._fetch(
+            service, "SELECT message_type FROM outbox WHERE key = $1", str(order["id"])
+        )
+        return Counter(str(row["message_type"]) for row in rows)
+
+    def deadline_handled(self, order: Order) -> bool:
+        """Whether order-worker has consumed ``order``'s payment deadline (its inbox holds
+        the scheduled CancelUnpaidOrder's event)."""
+        rows = self._fetch(
+            ORDER_SERVICE,
+            "SELECT 1 FROM inbox JOIN outbox USING (event_id) "
+            "WHERE outbox.key = $1 AND outbox.message_type = 'order.cancel_unpaid'",
+            str(order["id"]),
+        )
+        return bool(rows)
+
+    def dead_letters(self, order: Order) -> list[DeadLetterEntry]:
+        """payment-service's dead letters about ``order``, as ``shopctl dlq list`` finds them."""
+        query = DeadLetterQuery(service=PAYMENT_SERVICE, contains=str(order["id"]))
+        return asyncio.run(list_dead_letters(self.ops, query))
+
+    def logged(self, process: str, *words: str) -> bool:
+        """Whether one line of ``process``'s log has every one of ``words``."""
+        lines = self.running.log(process).splitlines()
+        return any(all(word in line for word in words) for line in lines)
+
+    # -- the SMTP sink's folder -------------------------------------------------------------
+
+    def _mail_files(self) -> list[Path]:
+        return sorted(self.running.mail_dir.glob("*.eml"))
+
+    def emails(self, order: Order) -> Counter[str]:
+        """How many e-mails of each kind (``confirmation``, ``receipt``, ``cancellation``)
+        went out about ``order``."""
+        kinds = {subject.format(number=order["number"]): kind for kind, subject in SUBJECTS.items()}
+        parser = BytesHeaderParser(policy=email.policy.default)
+        found: Counter[str] = Counter()
+        for path in self._mail_files():
+            headers = parser.parsebytes(path.read_bytes())
+            kind = kinds.get(str(headers["Subject"]))
+            if kind is not None:
+                found[kind] += 1
+        return found
+
+    def recipients(self, order: Order) -> set[str]:
+        """Whom the e-mails about ``order`` went to."""
+        subjects = {subject.format(number=order["number"]) for subject in SUBJECTS.values()}
+        parser = BytesHeaderParser(policy=email.policy.default)
+        found = set()
+        for path in self._mail_files():
+            headers = parser.parsebytes(path.read_bytes())
+            if str(headers["Subject"]) in subjects:
+                found.add(str(headers["To"]))
+        return found
+
+    def invoice_text(self, order: Order) -> str | None:
+        """The text of the invoice PDF attached to ``order``'s receipt; None until the
+        receipt is there, whole."""
+        subject = SUBJECTS["receipt"].format(number=order["number"])
+        for path in self._mail_files():
+            message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
+            assert isinstance(message, EmailMessage)
+            if str(message["Subject"]) != subject:
+                continue
+            pdfs = [
+                part
+                for part in message.iter_attachments()
+                if part.get_content_type() == "application/pdf"
+            ]
+            if not pdfs:
+                return None  # the sink is still writing it
+            [invoice] = pdfs
+            assert invoice.get_filename() == f"invoice-{order['number']}.pdf"
+            content = invoice.get_payload(decode=True)
+            assert isinstance(content, bytes)
+            try:
+                pages = PdfReader(io.BytesIO(content)).pages
+                return "".join(page.extract_text() for page in pages)
+            except PdfReadError:
+                return None  # the sink is still writing it
+        return None
+
+
+def accepted_repeats(answers: list[Answer]) -> list[bool]:
+    """Whether payment-service took each notification as a repeat; every one must have been
+    accepted (200), a repeat as well."""
+    assert all(answer.accepted for answer in answers), answers
+    return [bool(json.loads(answer.body)["repeat"]) for answer in answers]
+
+
+# -- the scenarios ---------------------------------------------------------------------------
+
+
+def a_paid_order_gets_one_confirmation_and_one_receipt(shop: Shop) -> None:
+    customer = shop.customer("paid")
+    order = customer.checkout(PAID_SKU)
+    until(lambda: shop.payment(order), "payment-service to open the order's payment")
+
+    assert accepted_repeats(shop.send(shop.notices(order))) == [False]
+
+    until(lambda: customer.status(order) == "paid", "the order to read paid")
+    text = until(lambda: shop.invoice_text(order), "the receipt with its invoice")
+    assert order["number"] in text
+    assert "Payment reference: evt_" in text
+    until(lambda: shop.emails(order)["confirmation"], "the order's confirmation")
+
+    # Its window passes as well: the deadline reaches order-worker after the order was paid,
+    # and a paid order is left as it is.
+    until(lambda: shop.deadline_handled(order), "the order's deadline", within=PAST_THE_WINDOW)
+    assert customer.status(order) == "paid"
+    # order-service published the order's creation and its payment once each and nothing
+    # else about it, so these are the only e-mails notification-service can send about it.
+    assert shop.published(ORDER_SERVICE, order) == Counter(
+        {"order.created": 1, "order.paid": 1, "order.cancel_unpaid": 1}
+    )
+    assert shop.emails(order) == Counter({"confirmation": 1, "receipt": 1})
+    assert shop.recipients(order) == {customer.email}
+
+
+def a_replayed_checkout_makes_one_order(shop: Shop) -> None:
+    customer = shop.customer("replay")
+    in_stock = shop.stock_of(REPLAY_SKU)
+    key = str(uuid.uuid4())
+    items: list[dict[str, object]] = [{"sku": REPLAY_SKU, "quantity": 2}]
+
+    first = customer.place(items, key)
+    replayed = customer.place(items, key)
+    assert first.status == 201, first.text
+    assert (replayed.status, replayed.text) == (201, first.text)
+    assert replayed.headers["Idempotent-Replayed"] == "true"
+    assert shop.stock_of(REPLAY_SKU) == in_stock - 2
+
+    refused = customer.place([{"sku": REPLAY_SKU, "quantity": 1}], key)
+    assert refused.status == 422, refused.text
+    assert refused.headers["Content-Type"] == "application/problem+json"
+    problem = refused.json()
+    assert (problem["status"], problem["idempotency_key"]) == (422, key)
+    assert problem["detail"]
+    assert shop.stock_of(REPLAY_SKU) == in_stock - 2, "a refused checkout reserves nothing"
+
+    # A checkout commits its order before it answers: this list is the proof that the
+    # replay made no second order.
+    order = first.json()
+    assert [placed["id"] for placed in customer.orders()] == [order["id"]]
+
+    # Cancelled, for an event published after the order's OrderCreated: once both of its
+    # e-mails are in, notification-service has handled every message about this order.
+    assert customer.cancel(order).status == 200
+    assert shop.stock_of(REPLAY_SKU) == in_stock
+    until(
+        lambda: shop.emails(order).keys() >= {"confirmation", "cancellation"},
+        "the order's confirmation and cancellation",
+    )
+    assert shop.emails(order) == Counter({"confirmation": 1, "cancellation": 1})
+
+
+def repeated_and_out_of_order_notifications_pay_once(shop: Shop, provider: Format) -> None:
+    customer = shop.customer(f"repeated-{provider}")
+    order = customer.checkout(REPEATED_SKU[provider])
+    until(lambda: shop.payment(order), "payment-service to open the order's payment")
+
+    # Two notifications, out of order (Midtrans' settlement before its pending notice, the
+    # shop's success before the failure of an earlier attempt), each three times; then the
+    # whole lot again at once, as a gateway retrying on slow answers sends them.
+    sequence = shop.notices(order, fmt=provider, times=3, out_of_order=True)
+    assert accepted_repeats(shop.send(sequence)) == [False, True, True, False, True, True]
+    assert all(accepted_repeats(shop.send(sequence, concurrently=True)))
+
+    until(lambda: customer.status(order) == "paid", "the order to read paid")
+    kept = until(lambda: shop.applied_notifications(order, 2), "both notifications applied")
+    assert [row["outcome"] for row in kept].count("paid") == 1, kept
+    payment = shop.payment(order)
+    assert payment is not None
+    assert payment["status"] == "paid"
+    until(lambda: shop.emails(order)["receipt"], "the receipt")
+
+    # Every notification is applied and one of them paid: payment-service published one
+    # PaymentReceived, and order-service one OrderPaid, so this receipt is the only one.
+    assert shop.published(PAYMENT_SERVICE, order)["payment.received"] == 1
+    assert shop.published(ORDER_SERVICE, order)["order.paid"] == 1
+    assert shop.conflicts(order) == [], "no payment was taken twice"
+    assert shop.emails(order)["receipt"] == 1
+
+
+def a_notification_ahead_of_its_order_pays_once(shop: Shop, provider: Format) -> None:
+    customer = shop.customer(f"early-{provider}")
+    order = customer.checkout(EARLY_SKU[provider])
+
+    # Straight after the checkout, before payment-service has (most likely) consumed the
+    # order's OrderCreated: its worker retries the notification until the payment is open.
+    # Midtrans sends a pending notice, then the settlement.
+    sequence = shop.notices(order, fmt=provider)
+    assert not any(accepted_repeats(shop.send(sequence)))
+
+    until(lambda: customer.status(order) == "paid", "the order to read paid")
+    kept = until(lambda: shop.applied_notifications(order, len(sequence)), "notifications applied")
+    assert [row["outcome"] for row in kept].count("paid") == 1, kept
+    until(lambda: shop.emails(order)["receipt"], "the receipt")
+    # As above: one PaymentReceived, one OrderPaid, so one receipt.
+    assert shop.published(PAYMENT_SERVICE, order)["payment.received"] == 1
+    assert shop.published(ORDER_SERVICE, order)["order.paid"] == 1
+    assert shop.emails(order)["receipt"] == 1
+
+
+def a_payment_of_the_wrong_amount_pays_nothing(shop: Shop) -> None:
+    customer = shop.customer("wrong-amount")
+    order = customer.checkout(WRONG_AMOUNT_SKU)
+    until(lambda: shop.payment(order), "payment-service to open the order's payment")
+
+    paid = order["total"] + 1000
+    # The webhook takes it (the signature is good); the amount is for the worker to judge.
+    assert accepted_repeats(shop.send(shop.notices(order, amount=paid))) == [False]
+
+    [letter] = until(lambda: shop.dead_letters(order), "the ProcessPayment's dead letter")
+    reason = f"paid {paid} {order['currency']}, but the order is {order['total']}"
+    assert letter.message_type == "payment.process"
+    assert reason in letter.error_message
+    assert letter.attempts == 1, "a permanent failure is not retried"
+    payment = shop.payment(order)
+    assert payment is not None
+    assert payment["status"] != "paid"
+    assert reason in str(payment["flagged"])
+    assert customer.status(order) != "paid"
+
+    # Nobody cancels this order, and a paid order is never cancelled at its deadline: its
+    # reading cancelled shows it stayed pending until then, and nothing paid it since.
+    until(lambda: customer.status(order) == "cancelled", "its expiry", within=PAST_THE_WINDOW)
+    until(lambda: shop.emails(order)["cancellation"], "the order's cancellation")
+    assert shop.published(PAYMENT_SERVICE, order)["payment.received"] == 0
+    assert shop.published(ORDER_SERVICE, order)["order.paid"] == 0
+    assert shop.emails(order)["receipt"] == 0
+
+
+def a_customer_cancels_an_unpaid_order(shop: Shop) -> None:
+    customer = shop.customer("cancels")
+    in_stock = shop.stock_of(CANCELLED_SKU)
+    order = customer.checkout(CANCELLED_SKU, quantity=3)
+    assert shop.stock_of(CANCELLED_SKU) == in_stock - 3
+    # Straight after the checkout: the cancellation may reach payment-service before the
+    # order's OrderCreated, and must expire the payment all the same once it is opened.
+
+    cancelled = customer.cancel(order)
+    assert cancelled.status == 200, cancelled.text
+    assert cancelled.json()["status"] == "cancelled"
+    assert customer.status(order) == "cancelled"
+    assert shop.stock_of(CANCELLED_SKU) == in_stock
+
+    again = customer.cancel(order)
+    assert again.status == 409, again.text
+    assert again.json()["status_now"] == "cancelled"
+
+    until(lambda: shop.emails(order)["cancellation"], "the cancellation e-mail")
+    until(lambda: shop.payment_status(order) == "expired", "payment-service to expire it")
+    assert shop.recipients(order) == {customer.email}
+
+
+def a_payment_for_a_cancelled_order_is_a_refund_due(shop: Shop) -> None:
+    customer = shop.customer("refund")
+    order = customer.checkout(REFUND_SKU)
+    until(lambda: shop.payment(order), "payment-service to open the order's payment")
+    assert customer.cancel(order).status == 200
+    # The money comes once every service knows of the cancellation.
+    until(lambda: shop.payment_status(order) == "expired", "payment-service to expire it")
+
+    assert accepted_repeats(shop.send(shop.notices(order))) == [False]
+
+    [conflict] = until(lambda: shop.conflicts(order), "order-service to record the refund due")
+    assert conflict["action"] == "refund_due"
+    assert conflict["order_status"] == "cancelled"
+    assert (conflict["amount"], conflict["currency"]) == (order["total"], order["currency"])
+    assert shop.logged("order-worker", "refund due", order["id"])
+    assert customer.status(order) == "cancelled"
+    # The money did arrive: payment-service keeps it paid; the refund is a person's to make.
+    assert shop.payment_status(order) == "paid"
+    # order-service recorded the conflict instead of OrderPaid, in the transaction that
+    # consumed the payment: with the record there, no OrderPaid exists or will.
+    assert shop.published(ORDER_SERVICE, order)["order.paid"] == 0
+    assert shop.emails(order)["receipt"] == 0
+
+
+def an_unpaid_order_expires_and_a_late_payment_is_a_refund_due(shop: Shop) -> None:
+    customer = shop.customer("expiry")
+    in_stock = shop.stock_of(EXPIRY_SKU)
+    order = customer.checkout(EXPIRY_SKU, quantity=2)
+    assert shop.stock_of(EXPIRY_SKU) == in_stock - 2
+
+    until(lambda: customer.status(order) == "cancelled", "its expiry", within=PAST_THE_WINDOW)
+    assert shop.stock_of(EXPIRY_SKU) == in_stock
+    until(lambda: shop.emails(order)["cancellation"], "the cancellation e-mail")
+    until(lambda: shop.payment_status(order) == "expired", "payment-service to expire it")
+
+    # A gateway taking the money after the window closed: still accepted, never applied.
+    assert accepted_repeats(shop.send(shop.notices(order))) == [False]
+    [conflict] = until(lambda: shop.conflicts(order), "order-service to record the refund due")
+    assert conflict["action"] == "refund_due"
+    assert shop.logged("order-worker", "refund due", order["id"])
+    assert customer.status(order) == "cancelled"
+    assert shop.published(ORDER_SERVICE, order)["order.paid"] == 0  # as for a refund above
+    assert shop.emails(order)["receipt"] == 0
+
+
+SCENARIOS: dict[str, Callable[[Shop], None]] = {
+    # First, so that its window runs while the others proceed.
+    "expiry": an_unpaid_order_expires_and_a_late_payment_is_a_refund_due,
+    "wrong amount": a_payment_of_the_wrong_amount_pays_nothing,
+    "paid": a_paid_order_gets_one_confirmation_and_one_receipt,
+    "replay": a_replayed_checkout_makes_one_order,
+    **{
+        f"repeated {provider}": functools.partial(
+            repeated_and_out_of_order_notifications_pay_once, provider=provider
+        )
+        for provider in PROVIDERS
+    },
+    **{
+        f"early {provider}": functools.partial(
+            a_notification_ahead_of_its_order_pays_once, provider=provider
+        )
+        for provider in PROVIDERS
+    },
+    "cancel": a_customer_cancels_an_unpaid_order,
+    "refund": a_payment_for_a_cancelled_order_is_a_refund_due,
+}
+
+
+# One stack per bus, its scenarios started together as the stack comes up, and one test per
+# scenario: the report names each scenario, and the slowest (the payment window) sets the
+# pace instead of the sum of them all. Selecting one test runs every scenario all the same.
+@pytest.fixture(scope="module", params=TRANSPORTS)
+def scenarios(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Future[None]]]:
+    transport = str(request.param)
+    workdir = tmp_path_factory.mktemp(f"flows-{transport}") / "stack"
+    window = {"SHOP_ORDER_PAYMENT_WINDOW_SECONDS": str(WINDOW_SECONDS)}
+    with running_shop(workdir, transport, window) as running:
+        shop = Shop(running, running.ops_settings())
+        # Leaving the pool waits for every scenario, before the stack stops.
+        with ThreadPoolExecutor(len(SCENARIOS), thread_name_prefix=transport) as pool:
+            yield {name: pool.submit(scenario, shop) for name, scenario in SCENARIOS.items()}
+
+
+def test_an_order_paid_through_the_gateway_reads_paid_and_gets_one_confirmation_and_one_receipt(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["paid"].result()
+
+
+def test_a_replayed_checkout_answers_the_same_order_and_a_key_reused_for_another_body_is_refused(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["replay"].result()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_repeated_and_out_of_order_notifications_pay_an_order_once(
+    scenarios: dict[str, Future[None]], provider: Format
+) -> None:
+    scenarios[f"repeated {provider}"].result()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_notification_sent_before_payment_service_opened_the_payment_pays_it_once(
+    scenarios: dict[str, Future[None]], provider: Format
+) -> None:
+    scenarios[f"early {provider}"].result()
+
+
+def test_a_payment_of_the_wrong_amount_is_flagged_dead_lettered_and_never_pays_the_order(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["wrong amount"].result()
+
+
+def test_a_customer_cancelling_an_unpaid_order_gets_the_stock_back_an_email_and_no_payment_due(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["cancel"].result()
+
+
+def test_a_payment_for_a_cancelled_order_is_recorded_as_a_refund_due_and_sends_no_receipt(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["refund"].result()
+
+
+def test_an_order_unpaid_past_its_window_is_cancelled_with_its_stock_back_and_paid_late_is_a_refund(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["expiry"].result()
