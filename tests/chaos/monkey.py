@@ -40,6 +40,8 @@ class ChaosLog:
     backlog_before_freeze: int = 0
     backlog_peak_in_freeze: int = 0
     freeze_seconds: float = 0.0
+    sigterm_exits: list[tuple[str, int | None]] = field(default_factory=list)
+    """Each replica stopped with SIGTERM and its exit code (0: it drained and stopped)."""
     notification_kills: list[tuple[float, float]] = field(default_factory=list)
     """Wall-clock windows (kill, restart) of notification workers killed with SIGKILL: the
     only times a second copy of an e-mail may be sent."""
@@ -88,7 +90,9 @@ class Monkey:
         self.chooser = random.Random(seed)
         self.log = ChaosLog()
         self.began = time.monotonic()
-        self._restarts: set[asyncio.Task[None]] = set()
+        self._busy: set[str] = set()
+        """Replicas a blow is ending or starting again: no other blow or restart touches them."""
+        self._tasks: list[asyncio.Task[None]] = []
 
     def _note(self, what: str, target: str, detail: str = "") -> None:
         self.log.blows.append(Blow(round(time.monotonic() - self.began, 1), what, target, detail))
@@ -103,7 +107,8 @@ class Monkey:
                 if load_done() and blow != blows[-1]:
                     # The load ended early (a fast machine): deal the rest without waiting.
                     every = 1.0
-            await asyncio.gather(*self._restarts)
+            # Each restart done, and any failure of one raised here, not lost.
+            await asyncio.gather(*self._tasks)
         finally:
             keeper.cancel()
 
@@ -113,31 +118,45 @@ class Monkey:
             return
         verb, _, rest = blow.partition(" ")
         if verb == "sigterm":
-            replica = self.chooser.choice([r for r in self.shop.of_kind(rest) if r.running()])
+            replica = self.chooser.choice(await self._idle(rest))
+            # A graceful stop is asked of a worker that runs: one still importing its code
+            # has no handler yet, takes nothing yet, and ends by the signal's default.
+            await self.shop.wait_ready(replica)
             self._note("sigterm", replica.name)
-            self._later(self._stop_then_start(replica))
+            self._in_background(replica, self._stop_then_start(replica))
             return
         target = rest.removeprefix("-9 ")
         if target.startswith("relay-leader "):
             kind = target.removeprefix("relay-leader ")
+            idle = await self._idle(kind)
             leader = await self.shop.relay_leader(kind)
-            candidates = [leader] if leader else [r for r in self.shop.of_kind(kind) if r.running()]
-            self._kill(self.chooser.choice(candidates), "kill -9 relay-leader")
+            self._kill(
+                leader if leader in idle else self.chooser.choice(idle), "kill -9 relay-leader"
+            )
         elif target.endswith(" mid-request"):
             api = target.removesuffix(" mid-request")
+            [replica] = await self._idle(api)
+            await self.shop.wait_ready(replica)
             await self._when_in_flight(api)
-            [replica] = self.shop.of_kind(api)
-            self._kill(
-                replica, f"kill -9 {api} mid-request", f"{self.figures.in_flight[api]} in flight"
-            )
+            in_flight = self.figures.in_flight[api]
+            self._kill(replica, f"kill -9 {api} mid-request", f"{in_flight} in flight")
         else:
-            running = [r for r in self.shop.of_kind(target) if r.running()]
-            if running:
-                self._kill(self.chooser.choice(running), f"kill -9 {target}")
+            self._kill(self.chooser.choice(await self._idle(target)), f"kill -9 {target}")
+
+    async def _idle(self, kind: str, within: float = 120) -> list[Replica]:
+        """The running replicas of ``kind`` no blow is busy with (waiting for one)."""
+        deadline = time.monotonic() + within
+        while True:
+            idle = [r for r in self.shop.of_kind(kind) if r.running() and r.name not in self._busy]
+            if idle:
+                return idle
+            assert time.monotonic() < deadline, f"no {kind} came back within {within:g} s"
+            await asyncio.sleep(0.1)
 
     def _kill(self, replica: Replica, what: str, detail: str = "") -> None:
         killed_at = time.time()
-        self.shop.end(replica, signal.SIGKILL, within=10)
+        code = self.shop.end(replica, signal.SIGKILL, within=10)
+        assert code == -signal.SIGKILL, f"{replica.name} did not die of SIGKILL: {code}"
         self._note(what, replica.name, detail)
 
         async def restart() -> None:
@@ -146,13 +165,20 @@ class Monkey:
             if replica.kind == "notification-worker":
                 self.log.notification_kills.append((killed_at, time.time()))
 
-        self._later(restart())
+        self._in_background(replica, restart())
 
     async def _stop_then_start(self, replica: Replica) -> None:
         code = await asyncio.to_thread(self.shop.end, replica, signal.SIGTERM, within=60)
-        assert code == 0, f"{replica.name} exited {code} on SIGTERM (log: {replica.log_path})"
+        self.log.sigterm_exits.append((replica.name, code))
         await asyncio.sleep(RESTART_AFTER)
         replica.start()
+
+    def _in_background(self, replica: Replica, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` (which ends ``replica`` or starts it again) beside the next blows."""
+        self._busy.add(replica.name)
+        task = asyncio.create_task(work)
+        task.add_done_callback(lambda _: self._busy.discard(replica.name))
+        self._tasks.append(task)
 
     async def _when_in_flight(self, api: str, within: float = 10) -> None:
         """Wait (a little) for a request to be on its way to ``api``, to cut it."""
@@ -181,18 +207,13 @@ class Monkey:
         finally:
             await connection.close()
 
-    def _later(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(work)
-        self._restarts.add(task)
-        task.add_done_callback(self._restarts.discard)
-
     async def _keep_replicas_up(self) -> None:
-        """Restart a replica that exited by itself (not one the monkey is restarting)."""
+        """Restart a replica that exited by itself (one no blow is busy with)."""
         while True:
             await asyncio.sleep(1.0)
-            if self._restarts:
-                continue  # a blow's own restart is pending: let it happen first
             for replica in self.shop.exited():
+                if replica.name in self._busy:
+                    continue
                 self.log.self_exits[replica.name] += 1
                 self._note("exited by itself", replica.name, replica.process.last_log_line())
                 replica.start()

@@ -84,6 +84,7 @@ def test_the_shop_keeps_its_promises_under_fire(
     (tmp_path / "chaos-report.txt").write_text(report)
     assert log.kills >= KILLS, report
     assert log.freeze_seconds >= FREEZE_SECONDS, report
+    assert all(code == 0 for _, code in log.sigterm_exits), f"a SIGTERM did not drain:\n{report}"
     assert all(invariant.holds for invariant in invariants), report
 
 
@@ -120,6 +121,7 @@ async def under_fire(
         ("orders", f"{load.placed()} placed at {RATE:g}/s in {loaded - began:.0f} s"),
         ("blows", ", ".join(f"{what} x{n}" for what, n in sorted(counts.items()))),
         ("SIGKILLs", str(monkey.log.kills)),
+        ("SIGTERM exit codes", ", ".join(f"{n} {c}" for n, c in monkey.log.sigterm_exits)),
         ("exited by themselves", str(sum(monkey.log.self_exits.values()))),
         ("requests cut mid-request", dict_text(load.figures.cut)),
         ("tries refused (API down)", dict_text(load.figures.refused)),
