@@ -25,3 +25,26 @@ def _untraced_after_each_test() -> Iterator[None]:
     for the next one, which runs as an untraced process does."""
     yield
     stop_recording_spans()
+
+
+def _load_hypothesis_profile() -> None:
+    """Property tests (hypothesis, and schemathesis on top of it) draw the same examples on
+    every run, on a laptop as in CI (``.ci/run`` is ``make test``): a failure there is a
+    failure here, and no example database is kept. No deadline: a test asserts behaviour,
+    never speed, and a loaded machine must not fail it. ``SHOP_HYPOTHESIS_PROFILE=explore``
+    draws new examples on every run instead, and replays the failures it found first."""
+    import os  # noqa: PLC0415 (this setup's own imports, with it)
+
+    from hypothesis import settings  # noqa: PLC0415
+
+    settings.register_profile("shop", derandomize=True, database=None, deadline=None)
+    settings.register_profile(
+        "explore",
+        settings.get_profile("shop"),
+        derandomize=False,
+        database=settings.get_profile("default").database,
+    )
+    settings.load_profile(os.environ.get("SHOP_HYPOTHESIS_PROFILE", "shop"))
+
+
+_load_hypothesis_profile()

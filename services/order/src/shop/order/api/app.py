@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry
 
 from shop.order.api import health, orders, problems, products
@@ -22,6 +23,12 @@ once; confirmation emails and payment follow in the background. Every error is a
 """
 
 
+def _operation_id(route: APIRoute) -> str:
+    """The route's function name (``place_order``, ``get_order``): stable ids for the OpenAPI
+    links between operations (orders.py) and for generated clients."""
+    return route.name
+
+
 def create_app(settings: OrderSettings, stores: Stores) -> FastAPI:
     """The API on ``stores`` (``bootstrap`` wires them), which it closes when it stops."""
 
@@ -36,6 +43,7 @@ def create_app(settings: OrderSettings, stores: Stores) -> FastAPI:
         version="1.0.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        generate_unique_id_function=_operation_id,
         # A SERVER span per request once the process traces (shop.web.tracing).
         telemetry=request_telemetry(),
     )

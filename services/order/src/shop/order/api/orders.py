@@ -43,11 +43,43 @@ def _location(order_id: uuid.UUID | str) -> str:
     return f"/v1/orders/{order_id}"
 
 
+# OpenAPI links: how an answer leads to the next call (a client's, or schemathesis' stateful
+# run), by the operation ids the app gives its routes (their function names, see app.py).
+def _link(operation_id: str, description: str, **parameters: str) -> dict[str, Any]:
+    return {"operationId": operation_id, "description": description, "parameters": parameters}
+
+
+def _order_links(order_id: str) -> dict[str, dict[str, Any]]:
+    """Read and cancel the order whose id is at ``order_id`` (a runtime expression)."""
+    return {
+        "GetOrder": _link("get_order", "Read this order", **{"path.order_id": order_id}),
+        "CancelOrder": _link("cancel_order", "Cancel this order", **{"path.order_id": order_id}),
+    }
+
+
+_THIS_ORDER = "$response.body#/id"
+
+
 @router.post(
     "",
     status_code=201,
     summary="Place an order",
     responses={
+        201: {
+            "description": "The order, pending payment (a replay: the first answer again)",
+            "headers": {
+                "Location": {
+                    "description": "Where the order can be read",
+                    "required": True,
+                    "schema": {"type": "string"},
+                },
+                "Idempotent-Replayed": {
+                    "description": "`true` when this answer replays an earlier checkout's",
+                    "schema": {"type": "string", "enum": ["true"]},
+                },
+            },
+            "links": _order_links(_THIS_ORDER),
+        },
         400: _problem("Missing Idempotency-Key header"),
         **_UNAUTHORIZED,
         409: _problem("Not enough stock (names the sku)"),
@@ -85,7 +117,25 @@ async def place_order(
 @router.get(
     "",
     summary="The caller's orders, newest first",
-    responses={400: _problem("A cursor this service did not hand out"), **_UNAUTHORIZED},
+    responses={
+        200: {
+            "description": "A page of orders",
+            "links": {
+                "NextPage": _link(
+                    "list_orders",
+                    "The next (older) page",
+                    **{"query.cursor": "$response.body#/next_cursor"},
+                ),
+                "GetNewestOrder": _link(
+                    "get_order",
+                    "Read the newest order",
+                    **{"path.order_id": "$response.body#/orders/0/id"},
+                ),
+            },
+        },
+        400: _problem("A cursor this service did not hand out"),
+        **_UNAUTHORIZED,
+    },
 )
 async def list_orders(
     customer: CurrentCustomer,
@@ -99,7 +149,14 @@ async def list_orders(
 @router.get(
     "/{order_id}",
     summary="One of the caller's orders",
-    responses={**_UNAUTHORIZED, **_NOT_FOUND},
+    responses={
+        200: {
+            "description": "The order",
+            "links": {"CancelOrder": _order_links(_THIS_ORDER)["CancelOrder"]},
+        },
+        **_UNAUTHORIZED,
+        **_NOT_FOUND,
+    },
 )
 async def get_order(
     order_id: uuid.UUID, customer: CurrentCustomer, orders: ReadOrders
@@ -111,6 +168,11 @@ async def get_order(
     "/{order_id}/cancel",
     summary="Cancel a pending order",
     responses={
+        200: {
+            "description": "The order, cancelled; its stock is released",
+            # Cancelling again is refused (409) and leaves the order as it is.
+            "links": _order_links(_THIS_ORDER),
+        },
         **_UNAUTHORIZED,
         **_NOT_FOUND,
         409: _problem("The order is not pending (names its status)"),

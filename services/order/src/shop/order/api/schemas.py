@@ -6,9 +6,16 @@ import hashlib
 import json
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+)
 
 from shop.order.domain.money import MAX_LINE_QUANTITY
+from shop.web.inputs import WHOLE_NUMBER
 
 MAX_LINES = 50
 SKU_PATTERN = r"^[A-Z0-9][A-Z0-9-]*$"
@@ -19,7 +26,7 @@ class CheckoutLine(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     sku: Annotated[str, StringConstraints(min_length=1, max_length=64, pattern=SKU_PATTERN)]
-    quantity: Annotated[int, Field(ge=1, le=MAX_LINE_QUANTITY)]
+    quantity: Annotated[int, Field(ge=1, le=MAX_LINE_QUANTITY), WHOLE_NUMBER]
 
 
 class CheckoutRequest(BaseModel):

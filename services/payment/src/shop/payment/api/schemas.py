@@ -7,8 +7,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from shop.web.inputs import WHOLE_NUMBER
+
+PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
+"""Text without control characters: no id or status a gateway sends has one, and the
+database cannot store a NUL (U+0000) in a text column."""
+
 EventId = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[\x21-\x7e]+$")]
-Text = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+Text = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=PRINTABLE)]
 
 
 class ShopPaymentData(BaseModel):
@@ -16,7 +22,7 @@ class ShopPaymentData(BaseModel):
 
     # Strict everywhere but here: JSON can only bring a UUID as text.
     order_id: Annotated[uuid.UUID, Field(strict=False)]
-    amount: Annotated[int, Field(ge=0, le=10**15)]
+    amount: Annotated[int, Field(ge=0, le=10**15), WHOLE_NUMBER]
     currency: Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
     provider_payment_id: Text
 
@@ -46,11 +52,12 @@ class ShopNotification(BaseModel):
 
     event_id: EventId
     type: Literal["payment.paid", "payment.failed"]
-    created: Annotated[int, Field(ge=0)]
+    created: Annotated[int, Field(ge=0), WHOLE_NUMBER]
     data: ShopPaymentData
 
 
-MidtransText = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+def _midtrans_text(max_length: int) -> StringConstraints:
+    return StringConstraints(min_length=1, max_length=max_length, pattern=PRINTABLE)
 
 
 class MidtransNotification(BaseModel):
@@ -67,7 +74,9 @@ class MidtransNotification(BaseModel):
                     "transaction_status": "settlement",
                     "transaction_id": "9aed5972-5b6a-401e-894b-a32c91ed1a3a",
                     "status_code": "200",
-                    "signature_key": "<hex SHA-512 of order_id+status_code+gross_amount+key>",
+                    # Signed with the development server key (SB-Mid-server-development-only).
+                    "signature_key": "cc197deef5fa7f5390eb48bfe1f00ef28628a58c98855b3f6b034f"
+                    "013212fb75e461d3c0174a3408b9ba358eac63abbc83e636e82e0acec652d986321549856f",
                     "payment_type": "bank_transfer",
                     "order_id": "6f1c2a4e-8d3b-4c1a-9e2f-0a1b2c3d4e5f",
                     "gross_amount": "178000.00",
@@ -79,12 +88,16 @@ class MidtransNotification(BaseModel):
     )
 
     # Kept as sent: the signature is computed over the text, not over a parsed UUID.
-    order_id: MidtransText
+    order_id: Annotated[str, _midtrans_text(200)]
     status_code: Annotated[str, StringConstraints(pattern=r"^[0-9]{3}$")]
     gross_amount: Annotated[str, StringConstraints(min_length=1, max_length=32)]
-    signature_key: Annotated[str, StringConstraints(pattern=r"^[0-9a-fA-F]{128}$")]
+    signature_key: Annotated[
+        str,
+        StringConstraints(pattern=r"^[0-9a-fA-F]{128}$"),
+        Field(description="Hex SHA-512 of order_id + status_code + gross_amount + server key."),
+    ]
     # Bounded so that the event id (transaction_id:status:fraud_status) fits its column.
-    transaction_id: Annotated[str, StringConstraints(min_length=1, max_length=64)]
-    transaction_status: Annotated[str, StringConstraints(min_length=1, max_length=32)]
-    fraud_status: Annotated[str, StringConstraints(min_length=1, max_length=32)] | None = None
+    transaction_id: Annotated[str, _midtrans_text(64)]
+    transaction_status: Annotated[str, _midtrans_text(32)]
+    fraud_status: Annotated[str, _midtrans_text(32)] | None = None
     currency: Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")] = "IDR"

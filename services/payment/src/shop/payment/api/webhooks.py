@@ -46,15 +46,30 @@ def _responses(unauthorized: str) -> dict[int | str, dict[str, Any]]:
 
 
 def _body_of(model: type[BaseModel]) -> dict[str, Any]:
-    """The body as documentation only: it is read raw, since the signature is over its bytes."""
-    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
-    schema.pop("$defs", None)
+    """The body as documentation only: it is read raw, since the signature is over its bytes.
+    FastAPI never sees the model, so the models it nests are not among the document's
+    components: they are written out in place, where a reference to them would dangle."""
+    schema = model.model_json_schema()
+    definitions = schema.pop("$defs", {})
     return {
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": schema}},
+            "content": {"application/json": {"schema": _inlined(schema, definitions)}},
         }
     }
+
+
+def _inlined(schema: Any, definitions: dict[str, Any]) -> Any:
+    if isinstance(schema, list):
+        return [_inlined(item, definitions) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    reference = schema.get("$ref")
+    if isinstance(reference, str) and reference.startswith("#/$defs/"):
+        siblings = {key: value for key, value in schema.items() if key != "$ref"}
+        definition = definitions[reference.removeprefix("#/$defs/")]
+        return _inlined({**definition, **siblings}, definitions)
+    return {key: _inlined(value, definitions) for key, value in schema.items()}
 
 
 def _parsed(model: type[ModelT], body: bytes) -> ModelT:

@@ -32,8 +32,10 @@ def signature_key(order_id: str, status_code: str, gross_amount: str, server_key
 def verify(
     signature: str, *, order_id: str, status_code: str, gross_amount: str, server_key: str
 ) -> None:
-    expected = signature_key(order_id, status_code, gross_amount, server_key)
-    if not hmac.compare_digest(signature.lower(), expected):
+    expected = signature_key(order_id, status_code, gross_amount, server_key).encode()
+    # As bytes: compare_digest refuses text with any non-ASCII character (a TypeError).
+    sent = signature.lower().encode("utf-8", "replace")
+    if not hmac.compare_digest(sent, expected):
         raise InvalidSignature("the signature_key does not match the notification")
 
 
@@ -66,12 +68,23 @@ def _meaning(transaction_status: str, fraud_status: str | None) -> Meaning:
         raise InvalidNotification(f"unknown transaction_status {transaction_status!r}") from None
 
 
+MAX_WHOLE_RUPIAH = 10**15
+"""More than any payment the shop takes (its own format's limit too), and well inside the
+database's 64-bit amounts."""
+
+
 def whole_rupiah(gross_amount: str) -> int:
-    """``"250000.00"`` → ``250000``: Rupiah has no minor unit, so a fraction is refused."""
+    """``"250000.00"`` → ``250000``: Rupiah has no minor unit, so a fraction is refused, and
+    so is an amount over :data:`MAX_WHOLE_RUPIAH`."""
     try:
         amount = Decimal(gross_amount)
     except InvalidOperation:
         raise InvalidNotification(f"gross_amount {gross_amount!r} is not a number") from None
     if not amount.is_finite() or amount < 0 or amount != amount.to_integral_value():
         raise InvalidNotification(f"gross_amount {gross_amount!r} is not a whole Rupiah amount")
+    # Compared before int(): "1e999999999" is a short text for an integer of a billion digits.
+    if amount > MAX_WHOLE_RUPIAH:
+        raise InvalidNotification(
+            f"gross_amount {gross_amount!r} is more than {MAX_WHOLE_RUPIAH} Rupiah"
+        )
     return int(amount)
