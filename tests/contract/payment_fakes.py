@@ -89,9 +89,16 @@ class FakePayments:
     async def mark_failed(self, payment: Payment, notification: Notification) -> None:
         self.ledger.set_status(payment.order_id, PaymentStatus.FAILED)
 
-    async def expire(self, order_id: uuid.UUID) -> bool:
-        payment = self.ledger.payments.get(order_id)
-        if payment is None or payment.status != PaymentStatus.PENDING:
+    async def expire(
+        self, order_id: uuid.UUID, *, order_number: str, amount: int, currency: str
+    ) -> bool:
+        if order_id not in self.ledger.payments:
+            self.ledger.payments[order_id] = Payment(
+                uuid.uuid4(), order_id, amount, currency, PaymentStatus.EXPIRED
+            )
+            self.ledger.order_numbers[order_id] = order_number
+            return True
+        if self.ledger.payments[order_id].status != PaymentStatus.PENDING:
             return False
         self.ledger.set_status(order_id, PaymentStatus.EXPIRED)
         return True

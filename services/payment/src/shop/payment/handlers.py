@@ -20,10 +20,7 @@ def build_router(store: PaymentStore) -> Router:
 
     @router.subscriber(OrderCancelled)
     async def expire_payment(event: OrderCancelled, ctx: MessageContext) -> None:
-        try:
-            await payments.expire_payment(store.joining(ctx), event)
-        except PaymentNotOpened as error:
-            raise TransientError(str(error)) from error
+        await payments.expire_payment(store.joining(ctx), event)
 
     # Not in the inbox's transaction: a notification for another amount is flagged in a
     # transaction of its own once the payment's lock is released, and the message still

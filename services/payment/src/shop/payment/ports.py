@@ -61,8 +61,12 @@ class Payments(Protocol):
 
     async def mark_failed(self, payment: Payment, notification: Notification) -> None: ...
 
-    async def expire(self, order_id: uuid.UUID) -> bool:
-        """A pending payment becomes expired; False when there was none pending."""
+    async def expire(
+        self, order_id: uuid.UUID, *, order_number: str, amount: int, currency: str
+    ) -> bool:
+        """A pending payment becomes expired, and one not opened yet is opened expired (so
+        that a later :meth:`open` finds it and changes nothing); False when the order's
+        payment was neither (paid, failed or expired already)."""
         ...
 
     async def settle(self, stored: StoredNotification, outcome: str) -> None:

@@ -110,17 +110,29 @@ class SqlPayments:
     async def mark_failed(self, payment: Payment, notification: Notification) -> None:
         await self._settle_payment(payment, notification, PaymentStatus.FAILED)
 
-    async def expire(self, order_id: uuid.UUID) -> bool:
-        result = await self.session.execute(
-            update(payments)
-            .where(
-                payments.c.order_id == order_id,
-                payments.c.status == PaymentStatus.PENDING.value,
+    async def expire(
+        self, order_id: uuid.UUID, *, order_number: str, amount: int, currency: str
+    ) -> bool:
+        # One statement, so that an OrderCreated opening the payment at the same moment is
+        # either before it (pending, then expired here) or after it (finds it, does nothing).
+        statement = (
+            insert(payments)
+            .values(
+                id=uuid.uuid4(),
+                order_id=order_id,
+                order_number=order_number,
+                amount=amount,
+                currency=currency,
+                status=PaymentStatus.EXPIRED.value,
             )
-            .values(status=PaymentStatus.EXPIRED.value, updated_at=func.now())
+            .on_conflict_do_update(
+                index_elements=[payments.c.order_id],
+                set_={"status": PaymentStatus.EXPIRED.value, "updated_at": func.now()},
+                where=payments.c.status == PaymentStatus.PENDING.value,
+            )
             .returning(payments.c.id)
         )
-        return result.first() is not None
+        return (await self.session.execute(statement)).first() is not None
 
     async def settle(self, stored: StoredNotification, outcome: str) -> None:
         await self.session.execute(

@@ -22,16 +22,13 @@ async def open_payment(payments: Payments, order: OrderCreated) -> bool:
 
 async def expire_payment(payments: Payments, order: OrderCancelled) -> bool:
     """A pending payment expires with its order; a paid one stays paid (order-service records
-    the refund that is due). :class:`PaymentNotOpened` when the order's OrderCreated has not
-    arrived yet (they travel on topics of their own, so a cancellation right after the
-    checkout can come first): retried until the payment is opened, or it would be opened
-    after and stay pending for an order that no longer is."""
-    if await payments.lock(order.order_id) is None:
-        raise PaymentNotOpened(
-            f"order {order.order_id} is cancelled before its payment was opened; "
-            "waiting for its OrderCreated"
-        )
-    return await payments.expire(order.order_id)
+    the refund that is due). A payment not opened yet is opened expired: the cancellation
+    outran the order's OrderCreated (they travel on topics of their own, so a customer who
+    cancels straight after the checkout can be first), which then finds it there and leaves
+    it be, never opening a pending payment for an order that no longer is."""
+    return await payments.expire(
+        order.order_id, order_number=order.order_number, amount=order.total, currency=order.currency
+    )
 
 
 async def process_notification(
