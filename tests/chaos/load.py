@@ -126,7 +126,16 @@ class Load:
                         max(0.0, began + order.index / self.rate - time.monotonic())
                     )
                     customers.append(asyncio.create_task(self._customer(order, shop, payments)))
-                await asyncio.gather(*customers)
+                everyone: asyncio.Future[list[None]] = asyncio.gather(*customers)
+                # The watcher runs until cancelled: done first, it failed, and the customers
+                # waiting for their payments to open would wait for ever.
+                either: list[asyncio.Future[Any]] = [everyone, watcher]
+                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                if watcher.done():
+                    everyone.cancel()
+                    watcher.result()
+                    raise AssertionError("the watch on payment-service's payments stopped")
+                everyone.result()
             finally:
                 for task in [*customers, watcher]:
                     task.cancel()

@@ -7,6 +7,7 @@ on a broker that stopped answering) is restarted the same way, and counted."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import signal
 import time
@@ -17,9 +18,14 @@ from typing import Any, Final
 
 import asyncpg
 
+from .invariants import unsent
 from .load import LoadFigures
 from .shop import API_KINDS, RELAY_KINDS, WORKER_KINDS, ChaosShop, Replica
 
+SEND_KINDS: Final = {
+    "notification-worker": "e-mail sent, not marked",
+    "order-worker": "relay published, not marked",
+}
 RESTART_AFTER: Final = 1.0
 """How long a killed replica stays down: an orchestrator's restart, roughly."""
 
@@ -40,11 +46,14 @@ class ChaosLog:
     backlog_before_freeze: int = 0
     backlog_peak_in_freeze: int = 0
     freeze_seconds: float = 0.0
+    api_kills: Counter[str] = field(default_factory=Counter)
     sigterm_exits: list[tuple[str, int | None]] = field(default_factory=list)
     """Each replica stopped with SIGTERM and its exit code (0: it drained and stopped)."""
-    notification_kills: list[tuple[float, float]] = field(default_factory=list)
-    """Wall-clock windows (kill, restart) of notification workers killed with SIGKILL: the
-    only times a second copy of an e-mail may be sent."""
+    send_kills: list[tuple[str, float]] = field(default_factory=list)
+    """SIGKILLs (what, wall-clock time) that may come between a send and its mark: of a
+    notification worker (an e-mail sent, not yet recorded) or of order-service's worker (a
+    relay's message published, its row not yet marked: sent again, it may race the first
+    copy to another consumer on SQS). Only these may explain a second copy of an e-mail."""
 
     @property
     def kills(self) -> int:
@@ -111,9 +120,14 @@ class Monkey:
             await asyncio.gather(*self._tasks)
         finally:
             keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await keeper  # a failure of its own is raised here
 
     async def _deal(self, blow: str) -> None:
         if blow == "freeze broker":
+            # Every SIGTERM's drain done first: a frozen broker would hold it up past its
+            # timeout, and the run would blame the drain.
+            await asyncio.gather(*self._tasks)
             await self._freeze()
             return
         verb, _, rest = blow.partition(" ")
@@ -130,18 +144,23 @@ class Monkey:
             kind = target.removeprefix("relay-leader ")
             idle = await self._idle(kind)
             leader = await self.shop.relay_leader(kind)
-            self._kill(
-                leader if leader in idle else self.chooser.choice(idle), "kill -9 relay-leader"
-            )
+            if leader in idle:
+                await self._kill(leader, "kill -9 relay-leader")
+            else:  # between two leaders (a takeover under way): any replica will do
+                await self._kill(self.chooser.choice(idle), "kill -9 relay-leader", "none led")
         elif target.endswith(" mid-request"):
             api = target.removesuffix(" mid-request")
             [replica] = await self._idle(api)
             await self.shop.wait_ready(replica)
+            # Frozen first, so that the requests that reach it from now on are certainly
+            # under way (sent, unanswered) when it dies.
+            replica.process.send_signal(signal.SIGSTOP)
             await self._when_in_flight(api)
             in_flight = self.figures.in_flight[api]
-            self._kill(replica, f"kill -9 {api} mid-request", f"{in_flight} in flight")
+            self.log.api_kills[api] += 1
+            await self._kill(replica, f"kill -9 {api} mid-request", f"{in_flight} in flight")
         else:
-            self._kill(self.chooser.choice(await self._idle(target)), f"kill -9 {target}")
+            await self._kill(self.chooser.choice(await self._idle(target)), f"kill -9 {target}")
 
     async def _idle(self, kind: str, within: float = 120) -> list[Replica]:
         """The running replicas of ``kind`` no blow is busy with (waiting for one)."""
@@ -153,23 +172,28 @@ class Monkey:
             assert time.monotonic() < deadline, f"no {kind} came back within {within:g} s"
             await asyncio.sleep(0.1)
 
-    def _kill(self, replica: Replica, what: str, detail: str = "") -> None:
+    async def _kill(self, replica: Replica, what: str, detail: str = "") -> None:
         killed_at = time.time()
-        code = self.shop.end(replica, signal.SIGKILL, within=10)
-        assert code == -signal.SIGKILL, f"{replica.name} did not die of SIGKILL: {code}"
+        self._busy.add(replica.name)
+        # A replica that exited by itself since it was chosen is simply dead already.
+        await asyncio.to_thread(self.shop.end, replica, signal.SIGKILL, within=10)
+        assert not replica.running(), f"{replica.name} outlived its SIGKILL"
         self._note(what, replica.name, detail)
+
+        if replica.kind in SEND_KINDS:
+            self.log.send_kills.append((SEND_KINDS[replica.kind], killed_at))
 
         async def restart() -> None:
             await asyncio.sleep(RESTART_AFTER)
             replica.start()
-            if replica.kind == "notification-worker":
-                self.log.notification_kills.append((killed_at, time.time()))
 
         self._in_background(replica, restart())
 
     async def _stop_then_start(self, replica: Replica) -> None:
         code = await asyncio.to_thread(self.shop.end, replica, signal.SIGTERM, within=60)
         self.log.sigterm_exits.append((replica.name, code))
+        if code is None:  # it did not drain in time: ended as an orchestrator would end it
+            await asyncio.to_thread(self.shop.end, replica, signal.SIGKILL, within=10)
         await asyncio.sleep(RESTART_AFTER)
         replica.start()
 
@@ -191,14 +215,14 @@ class Monkey:
     async def _freeze(self) -> None:
         connection = await asyncpg.connect(self.order_database_url)
         try:
-            self.log.backlog_before_freeze = await _unsent(connection)
+            self.log.backlog_before_freeze = await unsent(connection)
             self.shop.freeze_broker()
             frozen_at = time.monotonic()
             self._note("freeze broker", self.shop.transport, f"{self.freeze_seconds:g} s")
             try:
                 while time.monotonic() - frozen_at < self.freeze_seconds:
                     self.log.backlog_peak_in_freeze = max(
-                        self.log.backlog_peak_in_freeze, await _unsent(connection)
+                        self.log.backlog_peak_in_freeze, await unsent(connection)
                     )
                     await asyncio.sleep(0.5)
             finally:
@@ -217,12 +241,3 @@ class Monkey:
                 self.log.self_exits[replica.name] += 1
                 self._note("exited by itself", replica.name, replica.process.last_log_line())
                 replica.start()
-
-
-async def _unsent(connection: asyncpg.Connection) -> int:
-    """Rows in order-service's outbox waiting to be published now (not scheduled ones)."""
-    return int(
-        await connection.fetchval(
-            "SELECT count(*) FROM outbox WHERE published_at IS NULL AND due_at IS NULL"
-        )
-    )

@@ -51,7 +51,9 @@ def a_shop_that_kept_its_promises() -> tuple[Reading, Expectations]:
         reading.numbers[order.id] = order.number
         reading.lines[order.id] = list(order.lines)
         reading.notifications[order.id] = Counter(mails)
-        reading.payment_status[order.id] = "paid" if status == "paid" else "pending"
+        reading.payment_status[order.id] = {"paid": "paid", "cancelled": "expired"}.get(
+            status, "pending"
+        )
         reading.mails += [SentMail(f"{kind} {order.number}", 100.0) for kind in mails]
     assert paid.id is not None
     assert wrong.id is not None
@@ -69,7 +71,8 @@ def a_shop_that_kept_its_promises() -> tuple[Reading, Expectations]:
 
 
 def broken(claim: str, invariants: list[Invariant]) -> list[str]:
-    """The claims that do not hold: ``claim`` alone, when the checks are sharp."""
+    """The claims that do not hold, ``claim`` among them (a breach may break others too:
+    an order lost is also an order whose status is wrong)."""
     failing = [invariant.claim for invariant in invariants if not invariant.holds]
     assert any(claim in failed for failed in failing), f"{claim!r} held: {invariants}"
     return failing
@@ -113,7 +116,29 @@ def test_a_wrong_amount_that_was_applied_is_caught() -> None:
     wrong = expectations.orders[2].id
     reading.payments_applied[wrong] = 1  # type: ignore[index]
     reading.payment_status[wrong] = "paid"  # type: ignore[index]
-    broken("no payment applied twice", check(reading, expectations))
+    failing = broken("no payment applied twice", check(reading, expectations))
+    assert "each payment ends as its order says" in failing
+
+
+def test_an_order_left_pending_after_its_payment_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.statuses[expectations.orders[0].id] = "pending"  # type: ignore[index]
+    broken("each order ends as its payments say", check(reading, expectations))
+
+
+def test_a_cancelled_orders_payment_left_pending_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.payment_status[expectations.orders[1].id] = "pending"  # type: ignore[index]
+    assert broken("each payment ends as its order says", check(reading, expectations)) == [
+        "each payment ends as its order says"
+    ]
+
+
+def test_a_dead_letter_of_another_type_for_a_poisoned_order_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    wrong = reading.dead_letters[-1]
+    reading.dead_letters.append(DeadLetter(wrong.group, "order.created", wrong.key, b"{}", "x"))
+    broken("dead letters: the poisoned messages only", check(reading, expectations))
 
 
 @pytest.mark.parametrize("missing", [CONFIRMATION, RECEIPT])
@@ -129,13 +154,20 @@ def test_a_second_email_with_no_kill_between_is_caught() -> None:
     broken("a duplicate e-mail only across a kill", check(reading, expectations))
 
 
-def test_a_second_email_across_a_notification_workers_kill_is_allowed_and_counted() -> None:
+def test_a_second_email_across_a_kill_between_send_and_mark_is_allowed_and_counted() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
     reading.mails.append(SentMail(reading.mails[0].subject, 130.0))
-    expectations.notification_kills.append((101.0, 102.0))
+    expectations.send_kills.append(("e-mail sent, not marked", 101.0))
     [duplicates] = [i for i in check(reading, expectations) if "duplicate" in i.claim]
     assert duplicates.holds
-    assert duplicates.found == "1 duplicate(s) sent"
+    assert duplicates.found == "1 duplicate(s): 1 (e-mail sent, not marked)"
+
+
+def test_a_second_email_long_after_an_unrelated_kill_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.mails.append(SentMail(reading.mails[0].subject, 300.0))
+    expectations.send_kills.append(("e-mail sent, not marked", 250.0))  # 150 s after the first
+    broken("a duplicate e-mail only across a kill", check(reading, expectations))
 
 
 def test_a_dead_letter_nobody_poisoned_is_caught() -> None:

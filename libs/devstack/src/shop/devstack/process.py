@@ -73,6 +73,9 @@ class ManagedProcess:
     def start(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             raise DevstackError(f"{self.name}: start servers from the main thread")
+        if self.running():
+            # A second process would lose the first: never stopped, never reaped.
+            raise DevstackError(f"{self.name}: already running (pid {self.pid})")
         executable = Path(self.argv[0])
         if executable.is_absolute() and not os.access(executable, os.X_OK):
             raise DevstackError(f"{self.name}: executable not found: {executable}")
