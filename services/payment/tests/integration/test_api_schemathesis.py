@@ -26,6 +26,7 @@ from shop.payment.adapters.webhook_events import AsyncpgWebhookStore
 from shop.payment.api.app import create_app
 from shop.payment.api.schemas import MidtransNotification, ShopNotification
 from shop.payment.domain import midtrans
+from shop.payment.domain.notifications import MAX_AMOUNT
 from shop.payment.migrations import migrate
 from shop.payment.settings import DEVELOPMENT_MIDTRANS_SERVER_KEY, PaymentSettings
 from shop.simulators import gateway
@@ -242,7 +243,7 @@ def test_a_midtrans_amount_beyond_any_payment_is_refused_not_a_server_error(
     )
 
     assert answer.status_code == 422, answer.text
-    assert f"more than {midtrans.MAX_WHOLE_RUPIAH} Rupiah" in answer.json()["detail"]
+    assert f"more than {MAX_AMOUNT} Rupiah" in answer.json()["detail"]
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from shop.payment.domain import midtrans
 from shop.payment.domain.errors import InvalidNotification, InvalidSignature
-from shop.payment.domain.notifications import Meaning
+from shop.payment.domain.notifications import MAX_AMOUNT, Meaning
 from shop.simulators.gateway import midtrans_signature_key
 
 # Text as a JSON body brings it (no lone surrogates: the JSON parser refuses them).
@@ -96,12 +96,12 @@ def test_any_gross_amount_reads_as_whole_rupiah_or_is_refused_as_not_understood(
         amount = midtrans.whole_rupiah(gross_amount)
     except InvalidNotification:
         return
-    assert 0 <= amount <= midtrans.MAX_WHOLE_RUPIAH
+    assert 0 <= amount <= MAX_AMOUNT
     assert Decimal(gross_amount) == amount
 
 
 @given(
-    st.integers(min_value=0, max_value=midtrans.MAX_WHOLE_RUPIAH),
+    st.integers(min_value=0, max_value=MAX_AMOUNT),
     st.sampled_from(["", ".0", ".00", ".000"]),
 )
 def test_a_whole_amount_as_midtrans_writes_it_reads_back_as_the_same_integer(
@@ -111,7 +111,7 @@ def test_a_whole_amount_as_midtrans_writes_it_reads_back_as_the_same_integer(
 
 
 @given(
-    st.integers(min_value=0, max_value=midtrans.MAX_WHOLE_RUPIAH),
+    st.integers(min_value=0, max_value=MAX_AMOUNT),
     st.integers(min_value=1, max_value=99),
 )
 def test_an_amount_with_a_fraction_of_a_rupiah_is_refused(amount: int, cents: int) -> None:
@@ -121,7 +121,7 @@ def test_an_amount_with_a_fraction_of_a_rupiah_is_refused(amount: int, cents: in
 
 @given(
     st.one_of(
-        st.integers(min_value=midtrans.MAX_WHOLE_RUPIAH + 1).map(str),
+        st.integers(min_value=MAX_AMOUNT + 1).map(str),
         # Short texts for enormous numbers: refused as fast as any other.
         st.from_regex(
             r"[1-9](\.[0-9]{1,3})?[eE]\+?(1[6-9]|[2-9][0-9]|[1-9][0-9]{2,11})", fullmatch=True

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime
 
 from sqlalchemy import func, select, update
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.dialects.postgresql import Insert, insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.contracts import Contract
@@ -43,6 +43,19 @@ class SqlPaymentStore:
             await in_transaction.settle(stored, f"flagged: {reason}")
 
 
+def _new_payment(
+    order_id: uuid.UUID, order_number: str, amount: int, currency: str, status: PaymentStatus
+) -> Insert:
+    return insert(payments).values(
+        id=uuid.uuid4(),
+        order_id=order_id,
+        order_number=order_number,
+        amount=amount,
+        currency=currency,
+        status=status.value,
+    )
+
+
 class SqlPayments:
     def __init__(self, session: AsyncSession) -> None:
         self.session = session
@@ -51,15 +64,7 @@ class SqlPayments:
         self, order_id: uuid.UUID, *, order_number: str, amount: int, currency: str
     ) -> bool:
         statement = (
-            insert(payments)
-            .values(
-                id=uuid.uuid4(),
-                order_id=order_id,
-                order_number=order_number,
-                amount=amount,
-                currency=currency,
-                status=PaymentStatus.PENDING.value,
-            )
+            _new_payment(order_id, order_number, amount, currency, PaymentStatus.PENDING)
             .on_conflict_do_nothing(index_elements=[payments.c.order_id])
             .returning(payments.c.id)
         )
@@ -116,15 +121,7 @@ class SqlPayments:
         # One statement, so that an OrderCreated opening the payment at the same moment is
         # either before it (pending, then expired here) or after it (finds it, does nothing).
         statement = (
-            insert(payments)
-            .values(
-                id=uuid.uuid4(),
-                order_id=order_id,
-                order_number=order_number,
-                amount=amount,
-                currency=currency,
-                status=PaymentStatus.EXPIRED.value,
-            )
+            _new_payment(order_id, order_number, amount, currency, PaymentStatus.EXPIRED)
             .on_conflict_do_update(
                 index_elements=[payments.c.order_id],
                 set_={"status": PaymentStatus.EXPIRED.value, "updated_at": func.now()},

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from shop.payment.domain.notifications import MAX_AMOUNT
 from shop.web.inputs import WHOLE_NUMBER
 
 PRINTABLE = r"^[^\x00-\x1f\x7f]+$"
@@ -22,7 +23,7 @@ class ShopPaymentData(BaseModel):
 
     # Strict everywhere but here: JSON can only bring a UUID as text.
     order_id: Annotated[uuid.UUID, Field(strict=False)]
-    amount: Annotated[int, Field(ge=0, le=10**15), WHOLE_NUMBER]
+    amount: Annotated[int, Field(ge=0, le=MAX_AMOUNT), WHOLE_NUMBER]
     currency: Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")]
     provider_payment_id: Text
 

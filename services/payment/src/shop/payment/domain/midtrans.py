@@ -10,7 +10,7 @@ import hmac
 from decimal import Decimal, InvalidOperation
 
 from shop.payment.domain.errors import InvalidNotification, InvalidSignature
-from shop.payment.domain.notifications import Meaning
+from shop.payment.domain.notifications import MAX_AMOUNT, Meaning
 
 _MEANINGS = {
     "settlement": Meaning.PAID,
@@ -68,14 +68,9 @@ def _meaning(transaction_status: str, fraud_status: str | None) -> Meaning:
         raise InvalidNotification(f"unknown transaction_status {transaction_status!r}") from None
 
 
-MAX_WHOLE_RUPIAH = 10**15
-"""More than any payment the shop takes (its own format's limit too), and well inside the
-database's 64-bit amounts."""
-
-
 def whole_rupiah(gross_amount: str) -> int:
     """``"250000.00"`` → ``250000``: Rupiah has no minor unit, so a fraction is refused, and
-    so is an amount over :data:`MAX_WHOLE_RUPIAH`."""
+    so is an amount over :data:`MAX_AMOUNT`."""
     try:
         amount = Decimal(gross_amount)
     except InvalidOperation:
@@ -83,8 +78,6 @@ def whole_rupiah(gross_amount: str) -> int:
     if not amount.is_finite() or amount < 0 or amount != amount.to_integral_value():
         raise InvalidNotification(f"gross_amount {gross_amount!r} is not a whole Rupiah amount")
     # Compared before int(): "1e999999999" is a short text for an integer of a billion digits.
-    if amount > MAX_WHOLE_RUPIAH:
-        raise InvalidNotification(
-            f"gross_amount {gross_amount!r} is more than {MAX_WHOLE_RUPIAH} Rupiah"
-        )
+    if amount > MAX_AMOUNT:
+        raise InvalidNotification(f"gross_amount {gross_amount!r} is more than {MAX_AMOUNT} Rupiah")
     return int(amount)

@@ -6,6 +6,11 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Final
+
+MAX_AMOUNT: Final = 10**15
+"""The largest amount a gateway's notification may name, in either format: more than any
+payment the shop takes, and well inside the database's 64-bit amounts."""
 
 
 class Provider(StrEnum):
