@@ -40,12 +40,17 @@ EXPECTED_EMAILS: Final = {
     "cancel": {CONFIRMATION, CANCELLATION},
     "wrong_amount": {CONFIRMATION},
 }
-SENT_BEFORE_KILL: Final = 5.0
-"""How long before a SIGKILL the first copy of a duplicate may have gone out: its send had
-finished, its mark had not."""
-SENT_AFTER_KILL: Final = 10.0
-"""How long after a SIGKILL the first copy may go out: a relay's last message, published
-just before it died, still on its way through the bus and the consumer."""
+FIRST_COPY_WINDOW: Final = {
+    # An e-mail sent, its mark lost with the worker: sent in the moment before the kill.
+    "e-mail sent, not marked": (5.0, 1.0),
+    # A message published, its row left unmarked with the relay: the first copy's e-mail
+    # goes out as the consumers reach it, which can be a while behind a backlog.
+    "relay published, not marked": (5.0, 60.0),
+}
+"""Seconds before and after a SIGKILL in which the first copy of a duplicate e-mail may
+have gone out, by what was killed; the second copy always comes after the kill."""
+MTIME_SLACK: Final = 0.5
+"""The sink's file times and this process's clock, read a moment apart."""
 
 
 @dataclass(frozen=True)
@@ -320,8 +325,10 @@ def _duplicates(mails: list[SentMail], kills: list[tuple[str, float]]) -> Invari
                 (
                     what
                     for what, killed in kills
-                    if killed - SENT_BEFORE_KILL <= first <= killed + SENT_AFTER_KILL
-                    and again >= killed - SENT_BEFORE_KILL
+                    if killed - FIRST_COPY_WINDOW[what][0]
+                    <= first
+                    <= killed + FIRST_COPY_WINDOW[what][1]
+                    and again >= killed - MTIME_SLACK
                 ),
                 None,
             )

@@ -110,6 +110,8 @@ class Load:
         self.rate = rate
         self.figures = LoadFigures()
         self._opened: dict[uuid.UUID, asyncio.Future[PaymentDue]] = {}
+        self._launched = 0
+        self._ended = False
 
     async def run(self) -> None:
         async with (
@@ -121,11 +123,14 @@ class Load:
             try:
                 began = time.monotonic()
                 for order in self.orders:
+                    if watcher.done():
+                        break  # it failed: said below
                     # An open loop: the next checkout leaves on time, however slow the last.
                     await asyncio.sleep(
                         max(0.0, began + order.index / self.rate - time.monotonic())
                     )
                     customers.append(asyncio.create_task(self._customer(order, shop, payments)))
+                    self._launched += 1
                 everyone: asyncio.Future[list[None]] = asyncio.gather(*customers)
                 # The watcher runs until cancelled: done first, it failed, and the customers
                 # waiting for their payments to open would wait for ever.
@@ -137,9 +142,15 @@ class Load:
                     raise AssertionError("the watch on payment-service's payments stopped")
                 everyone.result()
             finally:
+                self._ended = True
                 for task in [*customers, watcher]:
                     task.cancel()
                 await asyncio.gather(*customers, watcher, return_exceptions=True)
+
+    def progress(self) -> float:
+        """The share of the checkouts that have left (0 to 1); 1 once the load has ended,
+        however it ended."""
+        return 1.0 if self._ended else self._launched / len(self.orders)
 
     def placed(self) -> int:
         return sum(order.id is not None for order in self.orders)

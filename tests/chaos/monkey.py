@@ -46,7 +46,8 @@ class ChaosLog:
     backlog_before_freeze: int = 0
     backlog_peak_in_freeze: int = 0
     freeze_seconds: float = 0.0
-    api_kills: Counter[str] = field(default_factory=Counter)
+    api_kills: list[tuple[str, int]] = field(default_factory=list)
+    """Each API killed mid-request, and how many requests died with it."""
     sigterm_exits: list[tuple[str, int | None]] = field(default_factory=list)
     """Each replica stopped with SIGTERM and its exit code (0: it drained and stopped)."""
     send_kills: list[tuple[str, float]] = field(default_factory=list)
@@ -106,22 +107,25 @@ class Monkey:
     def _note(self, what: str, target: str, detail: str = "") -> None:
         self.log.blows.append(Blow(round(time.monotonic() - self.began, 1), what, target, detail))
 
-    async def run(self, blows: list[str], every: float, load_done: Callable[[], bool]) -> None:
-        """Deal the blows ``every`` seconds apart, restarting what ends meanwhile."""
+    async def run(self, blows: list[str], progress: Callable[[], float]) -> None:
+        """Deal the blows spread over the load's checkouts (blow ``i`` of ``n`` once a share
+        ``(i + 1) / (n + 1)`` of them has left), restarting what ends meanwhile: each lands
+        while checkouts and payments still flow, however the shop's pace varies."""
         keeper = asyncio.create_task(self._keep_replicas_up())
         try:
-            for blow in blows:
-                await asyncio.sleep(every * self.chooser.uniform(0.5, 1.0))
+            for number, blow in enumerate(blows, start=1):
+                while progress() < number / (len(blows) + 1):  # noqa: ASYNC110
+                    await asyncio.sleep(0.1)
                 await self._deal(blow)
-                if load_done() and blow != blows[-1]:
-                    # The load ended early (a fast machine): deal the rest without waiting.
-                    every = 1.0
             # Each restart done, and any failure of one raised here, not lost.
             await asyncio.gather(*self._tasks)
         finally:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await keeper  # a failure of its own is raised here
+            for task in self._tasks:  # left over when a blow failed: the failure is that
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _deal(self, blow: str) -> None:
         if blow == "freeze broker":
@@ -152,13 +156,19 @@ class Monkey:
             api = target.removesuffix(" mid-request")
             [replica] = await self._idle(api)
             await self.shop.wait_ready(replica)
+            self._busy.add(replica.name)
+            cut_before = self.figures.cut[api]
             # Frozen first, so that the requests that reach it from now on are certainly
             # under way (sent, unanswered) when it dies.
             replica.process.send_signal(signal.SIGSTOP)
-            await self._when_in_flight(api)
-            in_flight = self.figures.in_flight[api]
-            self.log.api_kills[api] += 1
-            await self._kill(replica, f"kill -9 {api} mid-request", f"{in_flight} in flight")
+            try:
+                await self._when_in_flight(api)
+                in_flight = self.figures.in_flight[api]
+                await self._kill(replica, f"kill -9 {api} mid-request", f"{in_flight} in flight")
+            except BaseException:
+                replica.process.send_signal(signal.SIGKILL)  # never left frozen
+                raise
+            self.log.api_kills.append((api, await self._cut_since(api, cut_before)))
         else:
             await self._kill(self.chooser.choice(await self._idle(target)), f"kill -9 {target}")
 
@@ -172,16 +182,17 @@ class Monkey:
             assert time.monotonic() < deadline, f"no {kind} came back within {within:g} s"
             await asyncio.sleep(0.1)
 
-    async def _kill(self, replica: Replica, what: str, detail: str = "") -> None:
-        killed_at = time.time()
-        self._busy.add(replica.name)
-        # A replica that exited by itself since it was chosen is simply dead already.
-        await asyncio.to_thread(self.shop.end, replica, signal.SIGKILL, within=10)
-        assert not replica.running(), f"{replica.name} outlived its SIGKILL"
-        self._note(what, replica.name, detail)
+    async def _cut_since(self, api: str, before: int, within: float = 5) -> int:
+        """How many requests to ``api`` died with it: each fails as its connection drops."""
+        deadline = time.monotonic() + within
+        while self.figures.cut[api] == before and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        return self.figures.cut[api] - before
 
-        if replica.kind in SEND_KINDS:
-            self.log.send_kills.append((SEND_KINDS[replica.kind], killed_at))
+    async def _kill(self, replica: Replica, what: str, detail: str = "") -> None:
+        self._busy.add(replica.name)
+        await self._sigkill(replica)
+        self._note(what, replica.name, detail)
 
         async def restart() -> None:
             await asyncio.sleep(RESTART_AFTER)
@@ -189,11 +200,20 @@ class Monkey:
 
         self._in_background(replica, restart())
 
+    async def _sigkill(self, replica: Replica) -> None:
+        """SIGKILL, and note it where it may come between a send and its mark (not when the
+        replica had exited by itself since it was chosen: it was dead already)."""
+        was_running, killed_at = replica.running(), time.time()
+        await asyncio.to_thread(self.shop.end, replica, signal.SIGKILL, within=10)
+        assert not replica.running(), f"{replica.name} outlived its SIGKILL"
+        if was_running and replica.kind in SEND_KINDS:
+            self.log.send_kills.append((SEND_KINDS[replica.kind], killed_at))
+
     async def _stop_then_start(self, replica: Replica) -> None:
         code = await asyncio.to_thread(self.shop.end, replica, signal.SIGTERM, within=60)
         self.log.sigterm_exits.append((replica.name, code))
         if code is None:  # it did not drain in time: ended as an orchestrator would end it
-            await asyncio.to_thread(self.shop.end, replica, signal.SIGKILL, within=10)
+            await self._sigkill(replica)
         await asyncio.sleep(RESTART_AFTER)
         replica.start()
 
@@ -204,8 +224,9 @@ class Monkey:
         task.add_done_callback(lambda _: self._busy.discard(replica.name))
         self._tasks.append(task)
 
-    async def _when_in_flight(self, api: str, within: float = 10) -> None:
-        """Wait (a little) for a request to be on its way to ``api``, to cut it."""
+    async def _when_in_flight(self, api: str, within: float = 30) -> None:
+        """Wait for a request to be on its way to ``api``, to cut it (webhooks stop for a
+        while when payment-service's consumers rebalance after a kill)."""
         deadline = time.monotonic() + within
         # A poll of the load's own counter: it has no event to wait on, and 5 ms is short
         # beside a checkout.

@@ -163,6 +163,27 @@ def test_a_second_email_across_a_kill_between_send_and_mark_is_allowed_and_count
     assert duplicates.found == "1 duplicate(s): 1 (e-mail sent, not marked)"
 
 
+def test_a_second_email_sent_before_the_kill_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.mails.append(SentMail(reading.mails[0].subject, 100.5))  # the first at 100 s
+    expectations.send_kills.append(("e-mail sent, not marked", 103.0))
+    broken("a duplicate e-mail only across a kill", check(reading, expectations))
+
+
+def test_a_first_email_long_after_a_notification_workers_kill_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.mails.append(SentMail(reading.mails[0].subject, 130.0))
+    expectations.send_kills.append(("e-mail sent, not marked", 91.0))  # 9 s before the first
+    broken("a duplicate e-mail only across a kill", check(reading, expectations))
+
+
+def test_a_duplicate_behind_a_relays_kill_is_allowed_a_while_after_it() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.mails.append(SentMail(reading.mails[0].subject, 130.0))
+    expectations.send_kills.append(("relay published, not marked", 80.0))  # 20 s before
+    assert all(i.holds for i in check(reading, expectations))
+
+
 def test_a_second_email_long_after_an_unrelated_kill_is_caught() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
     reading.mails.append(SentMail(reading.mails[0].subject, 300.0))

@@ -118,8 +118,10 @@ class SqlPayments:
     async def expire(
         self, order_id: uuid.UUID, *, order_number: str, amount: int, currency: str
     ) -> bool:
-        # One statement, so that an OrderCreated opening the payment at the same moment is
-        # either before it (pending, then expired here) or after it (finds it, does nothing).
+        # One statement on the order's row: an OrderCreated opening the payment at the same
+        # moment is either before it (pending, then expired here) or after it (finds it and
+        # does nothing). Should both insert at once, the loser fails on a unique key and its
+        # message is retried, to find the row.
         statement = (
             _new_payment(order_id, order_number, amount, currency, PaymentStatus.EXPIRED)
             .on_conflict_do_update(
