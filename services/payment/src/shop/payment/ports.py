@@ -11,7 +11,8 @@ from typing import Protocol
 
 from shop.contracts import Contract
 from shop.messaging import MessageContext
-from shop.payment.domain.notifications import Notification
+from shop.payment.domain.gateway import GatewayPayment, RefundRequest, RefundResult
+from shop.payment.domain.notifications import Notification, Provider
 from shop.payment.domain.payments import Payment
 
 
@@ -89,4 +90,22 @@ class PaymentStore(Protocol):
     async def flag(self, order_id: uuid.UUID, stored: StoredNotification, reason: str) -> None:
         """In a transaction of its own: mark the payment for a person, and record the
         notification's outcome."""
+        ...
+
+
+class PaymentGateway(Protocol):
+    """One provider's API, asked by the worker and never on a request's path. Errors are
+    :class:`~shop.payment.domain.errors.GatewayUnavailable` (transient: retry, never guess)
+    and :class:`~shop.payment.domain.errors.GatewayRefused` (the gateway said no for good)."""
+
+    provider: Provider
+
+    async def status(self, order_id: uuid.UUID) -> GatewayPayment | None:
+        """What the gateway records for the order's payment; None when it has no charge for
+        the order at all (a 404: the customer never reached the gateway)."""
+        ...
+
+    async def refund(self, request: RefundRequest) -> RefundResult:
+        """Give ``request.amount`` back on the order's charge, once per ``refund_key``: the
+        same key asked again answers the refund made the first time."""
         ...

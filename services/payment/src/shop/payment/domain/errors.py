@@ -31,3 +31,13 @@ class AmountMismatch(DomainError):
 
 class NotificationNotKept(DomainError):
     """A command to process a notification no webhook kept."""
+
+
+class GatewayUnavailable(Exception):
+    """The gateway's API could not be asked or did not answer usefully (a timeout, a refused
+    connection, a 5xx, a 429): nothing is known, so nothing is decided; retried."""
+
+
+class GatewayRefused(DomainError):
+    """The gateway's API refused the request and will refuse it again (a 4xx other than
+    429: a refund over what is left, a key it does not know, bad credentials)."""
