@@ -18,8 +18,18 @@ from shop.contracts.orders import (
     OrderCreated,
     OrderLine,
     OrderPaid,
+    OrderPaymentReversed,
 )
-from shop.contracts.payments import PaymentFailed, PaymentReceived, ProcessPayment
+from shop.contracts.payments import (
+    ExpirePayment,
+    PaymentExpired,
+    PaymentFailed,
+    PaymentReceived,
+    PaymentReversed,
+    ProcessPayment,
+    RefundPayment,
+    ReversalKind,
+)
 from shop.contracts.registry import ALL_CONTRACTS, lookup
 from shop.contracts.topics import (
     ConsumerGroup,
@@ -30,6 +40,12 @@ from shop.contracts.topics import (
 )
 
 __all__ = [
+    "ReversalKind",
+    "RefundPayment",
+    "PaymentReversed",
+    "PaymentExpired",
+    "OrderPaymentReversed",
+    "ExpirePayment",
     "ALL_CONTRACTS",
     "MAX_MESSAGE_BYTES",
     "CancelUnpaidOrder",

@@ -13,8 +13,18 @@ from shop.contracts.orders import (
     OrderCreated,
     OrderLine,
     OrderPaid,
+    OrderPaymentReversed,
 )
-from shop.contracts.payments import PaymentFailed, PaymentReceived, ProcessPayment
+from shop.contracts.payments import (
+    ExpirePayment,
+    PaymentExpired,
+    PaymentFailed,
+    PaymentReceived,
+    PaymentReversed,
+    ProcessPayment,
+    RefundPayment,
+    ReversalKind,
+)
 
 ORDER_ID = uuid.UUID("6f1c2a4e-8d3b-4c1a-9e2f-0a1b2c3d4e5f")
 PAYMENT_ID = uuid.UUID("0b7e9d2c-5a4f-4e3d-8c2b-1a0f9e8d7c6b")
@@ -61,6 +71,36 @@ def examples() -> dict[type[Contract], Contract]:
             provider_event_id="evt_9d30",
             reason="card declined",
             failed_at=WHEN,
+        ),
+        OrderPaymentReversed: OrderPaymentReversed(
+            **_ORDER_FACTS,
+            kind=ReversalKind.REFUND,
+            reference="7",
+            amount=100000,
+            reversed_total=100000,
+            status="partially_refunded",
+            reversed_at=WHEN,
+        ),
+        PaymentExpired: PaymentExpired(payment_id=PAYMENT_ID, order_id=ORDER_ID, expired_at=WHEN),
+        PaymentReversed: PaymentReversed(
+            payment_id=PAYMENT_ID,
+            order_id=ORDER_ID,
+            kind=ReversalKind.REFUND,
+            reference="7",
+            amount=100000,
+            reversed_total=100000,
+            paid_amount=250000,
+            currency="IDR",
+            reason="refunded at the gateway",
+            reversed_at=WHEN,
+        ),
+        ExpirePayment: ExpirePayment(order_id=ORDER_ID),
+        RefundPayment: RefundPayment(
+            payment_id=PAYMENT_ID,
+            order_id=ORDER_ID,
+            amount=250000,
+            refund_key=f"refund-{PAYMENT_ID}",
+            reason="paid after its order was cancelled",
         ),
         CancelUnpaidOrder: CancelUnpaidOrder(order_id=ORDER_ID),
         ProcessPayment: ProcessPayment(provider_event_id="evt_9d2f", provider="shop"),

@@ -17,6 +17,7 @@ from shop.contracts.base import (
     NonEmptyText,
     Sku,
 )
+from shop.contracts.payments import ReversalKind
 
 OrderNumber = Annotated[
     str,
@@ -77,9 +78,29 @@ class OrderCancelled(OrderFacts):
     cancelled_at: AwareDatetime
 
 
+class OrderPaymentReversed(OrderFacts):
+    """Money paid for the order went back (a refund, a chargeback, a voided capture): the
+    order records it, and the customer is told. A late payment for a cancelled order that
+    was refunded is one too (``status`` stays ``cancelled``)."""
+
+    message_type = "order.payment_reversed"
+    message_version = 1
+
+    kind: ReversalKind
+    reference: NonEmptyText
+    """The gateway's id of the reversal."""
+    amount: MinorUnits
+    reversed_total: MinorUnits
+    status: NonEmptyText
+    """The order's status after it: ``refunded``, ``partially_refunded``, ``charged_back``,
+    or ``cancelled`` for a late payment given back."""
+    reversed_at: AwareDatetime
+
+
 class CancelUnpaidOrder(Command):
-    """Cancel the order if it is still unpaid: scheduled by its checkout for the end of its
-    payment window, and sent to order-service itself."""
+    """Cancel the order if it is still unpaid. Retired: checkouts scheduled it for the end of
+    the payment window before payment-service owned that window (``ExpirePayment``); the
+    ones still scheduled are acknowledged and do nothing."""
 
     message_type = "order.cancel_unpaid"
     message_version = 1

@@ -5,17 +5,36 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from shop.contracts.base import Contract
-from shop.contracts.orders import CancelUnpaidOrder, OrderCancelled, OrderCreated, OrderPaid
-from shop.contracts.payments import PaymentFailed, PaymentReceived, ProcessPayment
+from shop.contracts.orders import (
+    CancelUnpaidOrder,
+    OrderCancelled,
+    OrderCreated,
+    OrderPaid,
+    OrderPaymentReversed,
+)
+from shop.contracts.payments import (
+    ExpirePayment,
+    PaymentExpired,
+    PaymentFailed,
+    PaymentReceived,
+    PaymentReversed,
+    ProcessPayment,
+    RefundPayment,
+)
 
 ALL_CONTRACTS: tuple[type[Contract], ...] = (
     OrderCreated,
     OrderPaid,
     OrderCancelled,
+    OrderPaymentReversed,
     CancelUnpaidOrder,
     PaymentReceived,
     PaymentFailed,
+    PaymentExpired,
+    PaymentReversed,
     ProcessPayment,
+    ExpirePayment,
+    RefundPayment,
 )
 
 _BY_TYPE_AND_VERSION: dict[tuple[str, int], type[Contract]] = {
