@@ -6,6 +6,7 @@ graceful shutdown live here, once, with the same semantics on every transport.""
 from shop.messaging.context import MessageContext
 from shop.messaging.deadletters import DeadLetterFilter, DeadLetters, StoredDeadLetter
 from shop.messaging.errors import NoSubscriber, PermanentError, PublishError, TransientError
+from shop.messaging.health import OperatorRoute
 from shop.messaging.naming import Naming
 from shop.messaging.outbox import OutboxItem, add, add_on_connection
 from shop.messaging.relay import Relay, RelaySettings
@@ -13,16 +14,18 @@ from shop.messaging.retry import RetryPolicy
 from shop.messaging.settings import KafkaSettings, MessagingSettings, SqsSettings
 from shop.messaging.subscriber import Router, Subscriber
 from shop.messaging.transports import create_transport
-from shop.messaging.worker import Worker
+from shop.messaging.worker import Job, Worker
 
 __all__ = [
     "DeadLetterFilter",
     "DeadLetters",
+    "Job",
     "KafkaSettings",
     "MessageContext",
     "MessagingSettings",
     "Naming",
     "NoSubscriber",
+    "OperatorRoute",
     "OutboxItem",
     "PermanentError",
     "PublishError",

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from shop.messaging.health import HealthServer
+from shop.messaging.health import HealthServer, OperatorRoute
 from shop.messaging.metrics import Metrics
 from shop.messaging.pipeline import OutcomeObserver, Pipeline
 from shop.messaging.relay import Relay
@@ -25,6 +26,9 @@ from shop.messaging.transports.base import Consumer, ConsumerOptions, Transport
 log = structlog.get_logger("shop.messaging.worker")
 
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+Job = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
+"""Work that runs beside the consumers, given the event that says the worker is stopping."""
 
 
 class Worker:
@@ -40,10 +44,15 @@ class Worker:
         observers: Sequence[OutcomeObserver] = (),
         health_host: str = "127.0.0.1",
         health_port: int | None = None,
+        routes: Sequence[OperatorRoute] = (),
+        jobs: Sequence[Job] = (),
         on_close: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
-        """``on_close``: what to close once everything has stopped (the service's database
-        engine, say), in order."""
+        """``routes``: the service's own operator routes on the health port. ``jobs``: what
+        runs beside the consumers (a periodic task, say) until the worker stops: each is
+        given an event set at the stop and must return soon after. ``on_close``: what to
+        close once everything has stopped (the service's database engine, say), in
+        order."""
         self.settings = settings
         self.on_close = list(on_close)
         self.transport = transport
@@ -60,8 +69,15 @@ class Worker:
         ]
         self.relay = relay
         self.consumers: list[Consumer] = []
+        self.jobs = list(jobs)
         self.health = (
-            HealthServer(self.metrics.registry, self.readiness, host=health_host, port=health_port)
+            HealthServer(
+                self.metrics.registry,
+                self.readiness,
+                host=health_host,
+                port=health_port,
+                routes=routes,
+            )
             if health_port is not None
             else None
         )
@@ -110,6 +126,7 @@ class Worker:
             tasks = [asyncio.create_task(consumer.run()) for consumer in self.consumers]
             if self.relay is not None:
                 tasks.append(asyncio.create_task(self.relay.run()))
+            tasks += [asyncio.create_task(job(self._stopping)) for job in self.jobs]
             self.started.set()
             log.info("worker started", consumers=len(self.consumers), relay=bool(self.relay))
             await self._until_stopped_or_failed(tasks)
