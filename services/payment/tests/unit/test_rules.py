@@ -4,15 +4,11 @@ the development payment gateway, from the formats' definitions, never by the ver
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 
 from shop.payment.domain import midtrans, shop_format
 from shop.payment.domain.errors import InvalidNotification, InvalidSignature
-from shop.payment.domain.notifications import Meaning, Notification, Provider
-from shop.payment.domain.payments import Decision, Payment, decide
-from shop.payment.domain.status import PaymentStatus
+from shop.payment.domain.notifications import Meaning
 from shop.simulators.gateway import midtrans_signature_key, shop_signature
 
 BODY = b'{"event_id": "evt_1"}'
@@ -84,6 +80,9 @@ def test_the_midtrans_signature_key_is_sha512_of_its_four_parts() -> None:
         ("failure", None, Meaning.FAILED),
         ("refund", None, Meaning.REFUNDED),
         ("partial_refund", None, Meaning.REFUNDED),
+        ("authorize", None, Meaning.PENDING),
+        ("chargeback", None, Meaning.CHARGED_BACK),
+        ("partial_chargeback", None, Meaning.CHARGED_BACK),
     ],
 )
 def test_midtrans_statuses_mean_what_midtrans_documents(
@@ -107,43 +106,3 @@ def test_a_gross_amount_that_is_not_whole_rupiah_is_refused(amount: str) -> None
 
 def test_a_gross_amount_in_midtrans_form_is_whole_rupiah() -> None:
     assert midtrans.whole_rupiah("250000.00") == 250000
-
-
-def payment(status: PaymentStatus) -> Payment:
-    return Payment(uuid.uuid4(), uuid.uuid4(), 178000, "IDR", status)
-
-
-def notification(meaning: Meaning, amount: int = 178000, currency: str = "IDR") -> Notification:
-    return Notification(
-        Provider.SHOP, "evt_1", "payment.paid", meaning, uuid.uuid4(), amount, currency, "pay_1"
-    )
-
-
-@pytest.mark.parametrize(
-    ("status", "meaning", "amount", "decision"),
-    [
-        (PaymentStatus.PENDING, Meaning.PAID, 178000, Decision.PAY),
-        (PaymentStatus.EXPIRED, Meaning.PAID, 178000, Decision.PAY),
-        (PaymentStatus.FAILED, Meaning.PAID, 178000, Decision.PAY),
-        (PaymentStatus.PAID, Meaning.PAID, 178000, Decision.NOTHING),
-        (PaymentStatus.PAID, Meaning.PAID, 1, Decision.NOTHING),
-        (PaymentStatus.PENDING, Meaning.PAID, 1000, Decision.MISMATCH),
-        (PaymentStatus.PENDING, Meaning.FAILED, 178000, Decision.FAIL),
-        (PaymentStatus.PAID, Meaning.FAILED, 178000, Decision.NOTHING),
-        (PaymentStatus.PENDING, Meaning.PENDING, 178000, Decision.NOTHING),
-        (PaymentStatus.PAID, Meaning.REFUNDED, 178000, Decision.NOTHING),
-    ],
-)
-def test_what_a_notification_does_to_a_payment(
-    status: PaymentStatus, meaning: Meaning, amount: int, decision: Decision
-) -> None:
-    assert decide(payment(status), notification(meaning, amount))[0] == decision
-
-
-def test_another_currency_is_a_mismatch_naming_both_amounts() -> None:
-    decision, outcome = decide(
-        payment(PaymentStatus.PENDING), notification(Meaning.PAID, 178000, "SGD")
-    )
-
-    assert decision == Decision.MISMATCH
-    assert outcome == "paid 178000 SGD, but the order is 178000 IDR"

@@ -4,6 +4,8 @@ handlers through :func:`shop.payment.handlers.build_router`."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import timedelta
 from typing import Final
 
 from fastapi import FastAPI
@@ -11,12 +13,19 @@ from fastapi import FastAPI
 from shop.database import create_engine, session_factory
 from shop.messaging import Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
+from shop.messaging.metrics import Metrics
 from shop.messaging.tracing import configure_tracing
+from shop.payment.adapters.gateway_midtrans import MidtransGateway
+from shop.payment.adapters.gateway_shop import ShopGateway
+from shop.payment.adapters.metrics import PrometheusPaymentMetrics
 from shop.payment.adapters.payments import SqlPaymentStore
 from shop.payment.adapters.webhook_events import AsyncpgWebhookStore
 from shop.payment.api.app import create_app
+from shop.payment.domain.notifications import Provider
 from shop.payment.handlers import build_router
-from shop.payment.ports import WebhookStore
+from shop.payment.operations import Reconciler
+from shop.payment.ports import PaymentGateway, WebhookStore
+from shop.payment.service_layer.payments import PaymentWindow
 from shop.payment.settings import PaymentSettings
 
 SERVICE: Final = "payment-service"
@@ -32,9 +41,33 @@ def build_app(settings: PaymentSettings, *, store: WebhookStore | None = None) -
     return create_app(settings, AsyncpgWebhookStore(engine), on_close=[engine.dispose])
 
 
-def build_worker(settings: PaymentSettings, *, health_port: int | None = None) -> Worker:
-    """Consumes OrderCreated, OrderCancelled and ProcessPayment and, unless turned off,
-    relays the outbox."""
+def build_gateways(settings: PaymentSettings) -> dict[Provider, PaymentGateway]:
+    """The API client of each gateway the shop takes payments through."""
+    timeout = settings.gateway_timeout_seconds
+    clients: dict[Provider, PaymentGateway] = {
+        Provider.SHOP: ShopGateway(
+            settings.shop_gateway_api_url,
+            settings.shop_gateway_api_key.get_secret_value(),
+            timeout=timeout,
+        ),
+        Provider.MIDTRANS: MidtransGateway(
+            settings.midtrans_api_url,
+            settings.midtrans_server_key.get_secret_value(),
+            timeout=timeout,
+        ),
+    }
+    return {provider: clients[Provider(provider)] for provider in settings.gateways}
+
+
+def build_worker(
+    settings: PaymentSettings,
+    *,
+    health_port: int | None = None,
+    gateways: Mapping[Provider, PaymentGateway] | None = None,
+) -> Worker:
+    """Consumes OrderCreated, OrderCancelled, ProcessPayment, ExpirePayment and
+    RefundPayment and, unless turned off, relays the outbox. ``gateways`` replaces the
+    gateways' API clients (tests)."""
     configure_logging(json=settings.log_json)
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
     engine = create_engine(settings.database_url, pool_size=4)
@@ -45,10 +78,28 @@ def build_worker(settings: PaymentSettings, *, health_port: int | None = None) -
         if settings.run_relay
         else None
     )
+    metrics = relay.metrics if relay else Metrics()
+    window = PaymentWindow(
+        length=timedelta(seconds=settings.payment_window_seconds),
+        grace=timedelta(seconds=settings.expiry_grace_seconds),
+    )
+    store = SqlPaymentStore(sessions)
+    gateways = build_gateways(settings) if gateways is None else gateways
+    payment_metrics = PrometheusPaymentMetrics(metrics.registry)
+    reconciler = Reconciler(
+        store,
+        gateways,
+        payment_metrics,
+        interval=settings.reconcile_interval_seconds,
+        lookback=timedelta(seconds=settings.reconcile_lookback_seconds),
+    )
     return Worker(
         settings.messaging,
         transport,
-        routers=[build_router(SqlPaymentStore(sessions))],
+        routers=[build_router(store, gateways, window, payment_metrics)],
+        metrics=metrics,
+        jobs=[reconciler.every_interval],
+        routes=reconciler.routes(),
         sessions=sessions,
         relay=relay,
         health_host=settings.worker_health_host,

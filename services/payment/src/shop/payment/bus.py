@@ -7,14 +7,33 @@ from __future__ import annotations
 from importlib.metadata import version
 from typing import Final
 
-from shop.contracts import Contract, PaymentFailed, PaymentReceived, ProcessPayment
+from shop.contracts import (
+    Contract,
+    ExpirePayment,
+    PaymentExpired,
+    PaymentFailed,
+    PaymentReceived,
+    PaymentReversed,
+    ProcessPayment,
+    RefundPayment,
+)
 from shop.messaging.asyncapi import ServiceBus, unwired
 from shop.payment.handlers import build_router
 
-PUBLISHES: Final[tuple[type[Contract], ...]] = (ProcessPayment, PaymentReceived, PaymentFailed)
-"""What goes into the outbox: ProcessPayment from the webhook intake, PaymentReceived or
-PaymentFailed once the worker has applied a notification. The worker's integration tests
-check that these, and no others, are written."""
+PUBLISHES: Final[tuple[type[Contract], ...]] = (
+    ProcessPayment,
+    ExpirePayment,
+    RefundPayment,
+    PaymentReceived,
+    PaymentFailed,
+    PaymentExpired,
+    PaymentReversed,
+)
+"""What goes into the outbox: ProcessPayment from the webhook intake (and again for a
+notification that came before its payment opened), ExpirePayment scheduled as a payment
+opens, RefundPayment for money the shop cannot keep, and the outcomes the gateway's record
+brings: PaymentReceived, PaymentFailed, PaymentExpired, PaymentReversed. The worker's
+integration tests check that these, and no others, are written."""
 
 
 def describe() -> ServiceBus:
@@ -23,10 +42,18 @@ def describe() -> ServiceBus:
         name="payment-service",
         version=version("shop-payment"),
         description=(
-            "The payment gateways' webhooks and the worker that applies each payment once. It "
-            "queues each notification it keeps as a command to itself, publishes the outcome, "
-            "and follows the orders to open and expire their payments."
+            "The payment gateways' webhooks and the worker that brings each payment to what its "
+            "gateway records. It queues each notification it keeps as a command to itself, "
+            "asks the gateway's status API before anything moves, expires payments whose "
+            "window ended, refunds money it cannot keep, and publishes each outcome."
         ),
         publishes=PUBLISHES,
-        routers=(build_router(unwired("PaymentStore")),),
+        routers=(
+            build_router(
+                unwired("PaymentStore"),
+                unwired("Gateways"),
+                unwired("PaymentWindow"),
+                unwired("PaymentMetrics"),
+            ),
+        ),
     )

@@ -3,36 +3,74 @@ done by :mod:`shop.messaging`; each handler calls its use case."""
 
 from __future__ import annotations
 
-from shop.contracts import ConsumerGroup, OrderCancelled, OrderCreated, ProcessPayment
+from shop.contracts import (
+    ConsumerGroup,
+    ExpirePayment,
+    OrderCancelled,
+    OrderCreated,
+    ProcessPayment,
+    RefundPayment,
+)
 from shop.messaging import MessageContext, PermanentError, Router, TransientError
-from shop.payment.domain.errors import AmountMismatch, NotificationNotKept, PaymentNotOpened
+from shop.payment.domain.errors import DomainError, GatewayUnavailable, NotificationDisputed
 from shop.payment.domain.notifications import Provider
-from shop.payment.ports import PaymentStore
+from shop.payment.ports import PaymentMetrics, PaymentStore
 from shop.payment.service_layer import payments
+from shop.payment.service_layer.payments import Gateways, PaymentWindow
 
 
-def build_router(store: PaymentStore) -> Router:
+def build_router(
+    store: PaymentStore, gateways: Gateways, window: PaymentWindow, metrics: PaymentMetrics
+) -> Router:
     router = Router(ConsumerGroup.PAYMENT)
 
     @router.subscriber(OrderCreated)
     async def open_payment(event: OrderCreated, ctx: MessageContext) -> None:
-        await payments.open_payment(store.joining(ctx), event)
+        await payments.open_payment(store.joining(ctx), event, window)
 
     @router.subscriber(OrderCancelled)
-    async def expire_payment(event: OrderCancelled, ctx: MessageContext) -> None:
-        await payments.expire_payment(store.joining(ctx), event)
+    async def cancel_payment(event: OrderCancelled, ctx: MessageContext) -> None:
+        await payments.cancel_payment(store.joining(ctx), event, ctx.log)
 
-    # Not in the inbox's transaction: a notification for another amount is flagged in a
-    # transaction of its own once the payment's lock is released, and the message still
-    # goes to the dead letters. Processing is idempotent by the payment's state instead.
+    # The handlers that ask a gateway keep no inbox row: the gateway is asked outside any
+    # transaction, and what they change is idempotent by the payment's state and by each
+    # reversal's reference. A flag must outlast the dead letter that follows it.
     @router.subscriber(ProcessPayment, transactional=False)
     async def process_payment(command: ProcessPayment, ctx: MessageContext) -> None:
         provider = command.provider or Provider.SHOP.value
         try:
-            await payments.process_notification(store, provider, command.provider_event_id, ctx.log)
-        except PaymentNotOpened as error:
+            await payments.process_notification(
+                store, gateways, provider, command.provider_event_id, ctx.log
+            )
+        except NotificationDisputed as error:
+            metrics.notification_disputed(provider)
+            raise _permanent(error) from error
+        except GatewayUnavailable as error:
             raise TransientError(str(error)) from error
-        except (AmountMismatch, NotificationNotKept) as error:
-            raise PermanentError(str(error)) from error
+        except DomainError as error:
+            raise _permanent(error) from error
+
+    @router.subscriber(ExpirePayment, transactional=False)
+    async def expire_payment(command: ExpirePayment, ctx: MessageContext) -> None:
+        try:
+            await payments.expire_payment(store, gateways, command.order_id, ctx.log)
+        except GatewayUnavailable as error:
+            raise TransientError(str(error)) from error
+        except DomainError as error:
+            raise _permanent(error) from error
+
+    @router.subscriber(RefundPayment, transactional=False)
+    async def refund_payment(command: RefundPayment, ctx: MessageContext) -> None:
+        try:
+            await payments.refund_payment(store, gateways, command, ctx.log)
+        except GatewayUnavailable as error:
+            raise TransientError(str(error)) from error
+        except DomainError as error:
+            raise _permanent(error) from error
 
     return router
+
+
+def _permanent(error: Exception) -> PermanentError:
+    """A refusal that retrying cannot change: a dead letter whose reason says why."""
+    return PermanentError(f"{type(error).__name__}: {error}")

@@ -11,9 +11,15 @@ from typing import Protocol
 
 from shop.contracts import Contract
 from shop.messaging import MessageContext
-from shop.payment.domain.gateway import GatewayPayment, RefundRequest, RefundResult
+from shop.payment.domain.gateway import (
+    GatewayPayment,
+    GatewayReversal,
+    RefundRequest,
+    RefundResult,
+)
 from shop.payment.domain.notifications import Notification, Provider
 from shop.payment.domain.payments import Payment
+from shop.payment.domain.status import PaymentStatus
 
 
 class WebhookStore(Protocol):
@@ -39,8 +45,8 @@ class StoredNotification:
 
 
 class Payments(Protocol):
-    """The payments and kept notifications of a message handler's transaction, and its
-    outbox: what a handler changes commits with its inbox row, or not at all."""
+    """The payments and kept notifications of one transaction, and its outbox: what a use
+    case changes commits together, or not at all."""
 
     async def open(
         self, order_id: uuid.UUID, *, order_number: str, amount: int, currency: str
@@ -48,36 +54,71 @@ class Payments(Protocol):
         """A pending payment for the order; False when it has one already."""
         ...
 
-    async def lock(self, order_id: uuid.UUID) -> Payment | None:
-        """The order's payment, locked until the transaction ends."""
+    async def get(self, order_id: uuid.UUID, *, lock: bool = False) -> Payment | None:
+        """The order's payment; ``lock`` holds it (``FOR UPDATE``) until the transaction
+        ends, so that one use case at a time moves it."""
         ...
 
     async def notification(
         self, provider: str, provider_event_id: str
     ) -> StoredNotification | None: ...
 
-    async def mark_paid(
-        self, payment: Payment, notification: Notification, *, at: datetime
-    ) -> None: ...
+    async def opened_between(
+        self, since: datetime, until: datetime, *, limit: int
+    ) -> list[Payment]:
+        """Payments opened in ``[since, until)``, oldest first, at most ``limit``."""
+        ...
 
-    async def mark_failed(self, payment: Payment, notification: Notification) -> None: ...
+    async def unprocessed_notifications(self, order_id: uuid.UUID) -> list[StoredNotification]:
+        """The order's kept notifications not processed yet: those that came before its
+        payment was opened wait here for it."""
+        ...
+
+    async def set_status(
+        self,
+        payment: Payment,
+        status: PaymentStatus,
+        *,
+        charge: GatewayPayment | None = None,
+        paid_at: datetime | None = None,
+    ) -> None:
+        """Move the payment (a checked transition), noting the gateway's charge when given."""
+        ...
 
     async def expire(
         self, order_id: uuid.UUID, *, order_number: str, amount: int, currency: str
     ) -> bool:
-        """A pending payment becomes expired, and one not opened yet is opened expired (so
-        that a later :meth:`open` finds it and changes nothing); False when the order's
-        payment was neither (paid, failed or expired already)."""
+        """An unpaid (pending or failed) payment becomes expired, and one not opened yet is
+        opened expired (so that a later :meth:`open` finds it and changes nothing); False
+        when the order's payment was neither."""
+        ...
+
+    async def record_reversal(
+        self, payment: Payment, reversal: GatewayReversal, *, status: PaymentStatus
+    ) -> bool:
+        """Record a reversal once by its reference, add it to the payment's reversed amount
+        and move the payment to ``status``; False when it was recorded already."""
+        ...
+
+    async def flag(self, payment: Payment, reason: str) -> None:
+        """Mark the payment for a person to look at, saying why."""
         ...
 
     async def settle(self, stored: StoredNotification, outcome: str) -> None:
         """Record that the notification was processed, and with what outcome."""
         ...
 
-    async def add_event(self, event: Contract, *, key: str) -> None: ...
+    async def add_event(
+        self, event: Contract, *, key: str, due_at: datetime | None = None
+    ) -> None: ...
 
 
 class PaymentStore(Protocol):
+    def alone(self, job: str) -> AbstractAsyncContextManager[bool]:
+        """While the block runs, no other worker runs ``job``: True when this one may (the
+        others get False at once and skip it)."""
+        ...
+
     def joining(self, ctx: MessageContext) -> Payments:
         """The payments of the handler's transaction (the one its inbox row commits with)."""
         ...
@@ -85,11 +126,6 @@ class PaymentStore(Protocol):
     def transaction(self) -> AbstractAsyncContextManager[Payments]:
         """A transaction of its own, committed when the block ends, rolled back when it
         raises."""
-        ...
-
-    async def flag(self, order_id: uuid.UUID, stored: StoredNotification, reason: str) -> None:
-        """In a transaction of its own: mark the payment for a person, and record the
-        notification's outcome."""
         ...
 
 
@@ -108,4 +144,14 @@ class PaymentGateway(Protocol):
     async def refund(self, request: RefundRequest) -> RefundResult:
         """Give ``request.amount`` back on the order's charge, once per ``refund_key``: the
         same key asked again answers the refund made the first time."""
+        ...
+
+
+class PaymentMetrics(Protocol):
+    """What the payment rules count, for the worker's ``/metrics``."""
+
+    def notification_disputed(self, provider: str) -> None: ...
+
+    def reconciled(self, drift: dict[str, int]) -> None:
+        """The last reconciliation's findings, by kind (every kind, zeros included)."""
         ...

@@ -15,7 +15,7 @@ from typing import Annotated
 import structlog
 import typer
 
-from shop.console.shopctl import bus, deadletters, demo, mail, orders
+from shop.console.shopctl import bus, deadletters, demo, mail, orders, reconciliation
 from shop.console.shopctl.terminal import options
 
 app = typer.Typer(
@@ -67,6 +67,7 @@ app.command("lag")(bus.lag_command)
 app.command("consumers")(bus.consumers_command)
 app.command("timeline")(orders.timeline_command)
 app.command("mail")(mail.mail_command)
+app.command("reconcile")(reconciliation.reconcile_command)
 
 
 def main() -> None:

@@ -52,7 +52,7 @@ class ShopNotification(BaseModel):
     )
 
     event_id: EventId
-    type: Literal["payment.paid", "payment.failed"]
+    type: Literal["payment.paid", "payment.failed", "payment.refunded", "payment.charged_back"]
     created: Annotated[int, Field(ge=0), WHOLE_NUMBER]
     data: ShopPaymentData
 

@@ -5,6 +5,7 @@ notification and a repeat alike."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from typing import Any, Literal, TypeVar
@@ -19,7 +20,7 @@ from shop.payment.api.problems import Problem
 from shop.payment.api.schemas import MidtransNotification, ShopNotification
 from shop.payment.domain import midtrans, shop_format
 from shop.payment.domain.errors import InvalidNotification
-from shop.payment.domain.notifications import Meaning, Notification, Provider
+from shop.payment.domain.notifications import Notification, Provider
 from shop.payment.service_layer.intake import take_notification
 
 log = structlog.get_logger("shop.payment.api")
@@ -116,7 +117,7 @@ async def shop_webhook(
         provider=Provider.SHOP,
         provider_event_id=sent.event_id,
         type=sent.type,
-        meaning=Meaning.PAID if sent.type == "payment.paid" else Meaning.FAILED,
+        meaning=shop_format.MEANINGS[sent.type],
         order_id=sent.data.order_id,
         amount=sent.data.amount,
         currency=sent.data.currency,
@@ -147,12 +148,9 @@ async def midtrans_webhook(request: Request, settings: Settings, store: Store) -
         raise InvalidNotification(
             "order_id is not an order id of this shop (it sends the order's id to Midtrans)"
         ) from None
-    # Midtrans notifies several times per transaction: an event is the transaction at one
-    # status (a held card capture and its release are two).
-    status = ":".join(filter(None, (sent.transaction_status, sent.fraud_status)))
     notification = Notification(
         provider=Provider.MIDTRANS,
-        provider_event_id=f"{sent.transaction_id}:{status}",
+        provider_event_id=_midtrans_event_id(sent, body),
         type=sent.transaction_status,
         meaning=midtrans.meaning(sent.transaction_status, sent.fraud_status, sent.status_code),
         order_id=order_id,
@@ -161,3 +159,15 @@ async def midtrans_webhook(request: Request, settings: Settings, store: Store) -
         provider_payment_id=sent.transaction_id,
     )
     return await _take(store, notification, body)
+
+
+def _midtrans_event_id(sent: MidtransNotification, body: bytes) -> str:
+    """Midtrans notifies several times per transaction: an event is the transaction at one
+    status (a held card capture and its release are two). A refund or chargeback status
+    comes once per refund, so its event is also told apart by its body: a repeat of the
+    same notification is byte for byte the same, a second partial refund is not."""
+    status = ":".join(filter(None, (sent.transaction_status, sent.fraud_status)))
+    event_id = f"{sent.transaction_id}:{status}"
+    if sent.transaction_status in midtrans.REVERSAL_STATUSES:
+        event_id += ":" + hashlib.sha256(body).hexdigest()[:16]
+    return event_id

@@ -19,11 +19,6 @@ class InvalidNotification(DomainError):
     unknown type or status, an amount that is not whole Rupiah)."""
 
 
-class PaymentNotOpened(Exception):
-    """A notification for an order whose payment is not opened yet (the webhook outran
-    OrderCreated). Not a refusal: retried until it appears."""
-
-
 class AmountMismatch(DomainError):
     """The gateway was paid another amount or currency than the order's: nothing is paid,
     a person settles it."""
@@ -41,3 +36,18 @@ class GatewayUnavailable(Exception):
 class GatewayRefused(DomainError):
     """The gateway's API refused the request and will refuse it again (a 4xx other than
     429: a refund over what is left, a key it does not know, bad credentials)."""
+
+
+class GatewayNotConfigured(DomainError):
+    """A notification or payment of a gateway this shop does not take payments through."""
+
+
+class NotificationDisputed(DomainError):
+    """A notification claimed what the gateway's own record does not bear out (an edited or
+    forged body, or a gateway that lost a charge): flagged for a person. The payment
+    follows the gateway's record all the same."""
+
+
+class RefundNotListed(GatewayUnavailable):
+    """The gateway accepted a refund that its status does not list yet: asked again later
+    (the refund key makes asking again safe)."""

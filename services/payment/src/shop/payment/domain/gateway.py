@@ -11,7 +11,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from shop.contracts import ReversalKind
 from shop.payment.domain.notifications import Provider
+
+__all__ = [
+    "ChargeState",
+    "GatewayPayment",
+    "GatewayReversal",
+    "RefundRequest",
+    "RefundResult",
+    "ReversalKind",
+]
 
 
 class ChargeState(StrEnum):
@@ -26,17 +36,6 @@ class ChargeState(StrEnum):
     """Never paid, and never will be: denied, cancelled before capture, expired, failed."""
     VOIDED = "voided"
     """Captured, then cancelled before it settled: the money was taken and given back."""
-
-
-class ReversalKind(StrEnum):
-    """How money the gateway took went back."""
-
-    REFUND = "refund"
-    """The shop (or the gateway on its behalf) gave money back."""
-    CHARGEBACK = "chargeback"
-    """The customer's bank took money back."""
-    VOID = "void"
-    """A captured charge cancelled before settlement: all of it, at once."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,12 @@
 """Midtrans' HTTP notification: ``signature_key`` is the hex SHA-512 of ``order_id +
 status_code + gross_amount + server key``; ``transaction_status`` (with ``fraud_status``
 for card captures) says what happened. Midtrans notifies several times per transaction, so
-an event is its ``transaction_id`` together with its status."""
+an event is its ``transaction_id`` together with its status (and, for a refund or a
+chargeback, which may come several times, a digest of the body).
+
+Nothing here moves money: a notification only tells the worker to ask Midtrans' status API,
+and the worker acts on that answer (``signature_key`` covers neither the status nor the
+transaction id)."""
 
 from __future__ import annotations
 
@@ -15,13 +20,21 @@ from shop.payment.domain.notifications import MAX_AMOUNT, Meaning
 _MEANINGS = {
     "settlement": Meaning.PAID,
     "pending": Meaning.PENDING,
+    # A card authorised and held, not captured: nothing is taken until the capture.
+    "authorize": Meaning.PENDING,
     "deny": Meaning.FAILED,
     "cancel": Meaning.FAILED,
     "expire": Meaning.FAILED,
     "failure": Meaning.FAILED,
     "refund": Meaning.REFUNDED,
     "partial_refund": Meaning.REFUNDED,
+    "chargeback": Meaning.CHARGED_BACK,
+    "partial_chargeback": Meaning.CHARGED_BACK,
 }
+
+REVERSAL_STATUSES = frozenset({"refund", "partial_refund", "chargeback", "partial_chargeback"})
+"""Statuses a transaction can reach more than once: every partial refund or chargeback is
+notified with the same transaction id and status."""
 
 
 def signature_key(order_id: str, status_code: str, gross_amount: str, server_key: str) -> str:

@@ -20,14 +20,17 @@ class Provider(StrEnum):
 
 
 class Meaning(StrEnum):
-    """What a notification asks of the payment."""
+    """What a notification claims happened. A claim only: the worker asks the gateway before
+    it acts, and flags a claim the gateway does not bear out."""
 
     PAID = "paid"
     FAILED = "failed"
     PENDING = "pending"
     """Nothing to do yet (Midtrans says so before the customer has paid)."""
     REFUNDED = "refunded"
-    """Recorded for a person: refunds are settled by hand."""
+    """Money went back: a refund, or a capture cancelled before settlement."""
+    CHARGED_BACK = "charged_back"
+    """The customer's bank took money back."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,10 +11,20 @@ import re
 from collections.abc import Sequence
 
 from shop.payment.domain.errors import InvalidSignature
+from shop.payment.domain.notifications import Meaning
 
 SIGNATURE_HEADER = "Payment-Signature"
 _UNIX_SECONDS = re.compile(r"[0-9]{1,12}")
 SCHEME = "v1"
+
+MEANINGS = {
+    "payment.paid": Meaning.PAID,
+    "payment.failed": Meaning.FAILED,
+    "payment.refunded": Meaning.REFUNDED,
+    "payment.charged_back": Meaning.CHARGED_BACK,
+}
+"""What each notification type of the shop's format claims (the worker confirms it with the
+gateway's API before anything moves)."""
 
 
 def verify(

@@ -1,0 +1,146 @@
+"""Reconciliation as an operator asks for it: payment-service's worker compares its payments
+with the gateways' records and repairs what it safely can (``POST /reconciliation`` on its
+port); then the payments are held against the orders and the e-mails sent, which no one
+service sees together: an order that does not follow its payment, a paid order without its
+receipt. What only a person can settle is reported, never changed here."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import httpx
+
+from shop.ops.databases import connected
+from shop.ops.errors import OpsError
+from shop.ops.http import reaching
+from shop.ops.settings import (
+    NOTIFICATION_SERVICE,
+    ORDER_SERVICE,
+    PAYMENT_SERVICE,
+    OpsSettings,
+)
+
+_RECONCILE_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)
+SETTLING: Final = timedelta(seconds=60)
+"""Payments changed this recently may still have their events on the bus: not drift yet."""
+
+ORDER_STATUS_OF_PAYMENT: Final = {
+    "paid": {"paid", "fulfilled"},
+    "partially_refunded": {"partially_refunded"},
+    "refunded": {"refunded", "cancelled"},
+    "charged_back": {"charged_back"},
+    "expired": {"cancelled"},
+    "refund_due": {"cancelled"},
+}
+"""Where an order stands once its payment's events are through: a refunded payment's order
+is refunded, or cancelled if it was a late payment given back."""
+
+RECEIPT: Final = "payment_receipt"
+
+
+@dataclass(frozen=True, slots=True)
+class Drift:
+    kind: str
+    order_id: str
+    detail: str
+    repaired: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciliation:
+    since: str
+    checked: int
+    drift: dict[str, int]
+    """Findings by kind, every kind named."""
+    findings: list[Drift]
+
+
+async def reconcile(settings: OpsSettings, since: datetime | None = None) -> Reconciliation:
+    """Ask payment-service to reconcile with the gateways since ``since`` (its own lookback
+    when None), then hold its payments against the orders and e-mails."""
+    gateway_side = await _payment_service_reconciles(settings, since)
+    start = datetime.fromisoformat(gateway_side["since"])
+    findings = [
+        Drift(f["kind"], f["order_id"], f["detail"], bool(f["repaired"]))
+        for f in gateway_side["findings"]
+    ]
+    cross = await cross_service_drift(settings, start)
+    drift = dict(gateway_side["drift"])
+    for kind in ("order_behind_payment", "receipt_missing"):
+        drift[kind] = sum(1 for finding in cross if finding.kind == kind)
+    return Reconciliation(
+        since=start.isoformat(),
+        checked=int(gateway_side["checked"]),
+        drift=drift,
+        findings=findings + cross,
+    )
+
+
+async def _payment_service_reconciles(
+    settings: OpsSettings, since: datetime | None
+) -> dict[str, Any]:
+    url = settings.worker_url(PAYMENT_SERVICE)
+    params = {"since": since.isoformat()} if since else {}
+    async with httpx.AsyncClient(base_url=url, timeout=_RECONCILE_TIMEOUT) as client:
+        with reaching("payment-service's worker", url):
+            reply = await client.post("/reconciliation", params=params)
+    if reply.status_code != 200:
+        raise OpsError(f"payment-service's worker answered {reply.status_code}: {reply.text}")
+    return dict(reply.json())
+
+
+async def cross_service_drift(settings: OpsSettings, since: datetime) -> list[Drift]:
+    """Payments opened since ``since`` and settled for a minute, against their orders and
+    the receipts sent."""
+    settled_before = datetime.now(UTC) - SETTLING
+    async with connected(settings, PAYMENT_SERVICE) as payments:
+        paid = await payments.fetch(
+            "SELECT order_id, status FROM payments WHERE created_at >= $1 AND updated_at < $2",
+            since,
+            settled_before,
+        )
+    ids = [row["order_id"] for row in paid]
+    async with connected(settings, ORDER_SERVICE) as orders:
+        order_rows = await orders.fetch(
+            "SELECT id, status FROM orders WHERE id = ANY($1::uuid[])", ids
+        )
+    async with connected(settings, NOTIFICATION_SERVICE) as notifications:
+        receipt_rows = await notifications.fetch(
+            "SELECT order_id FROM order_notifications WHERE kind = $1 AND order_id = ANY($2)",
+            RECEIPT,
+            ids,
+        )
+    order_status = {row["id"]: row["status"] for row in order_rows}
+    receipts = {row["order_id"] for row in receipt_rows}
+    return [
+        drift
+        for row in paid
+        for drift in _drift_of(
+            row["order_id"], row["status"], order_status.get(row["order_id"]), receipts
+        )
+    ]
+
+
+def _drift_of(
+    order_id: uuid.UUID, payment: str, order: str | None, receipts: set[uuid.UUID]
+) -> list[Drift]:
+    found = []
+    expected = ORDER_STATUS_OF_PAYMENT.get(payment)
+    if expected is not None and order not in expected:
+        found.append(
+            Drift(
+                "order_behind_payment",
+                str(order_id),
+                f"payment {payment}, order {order or 'unknown'}: its events are stuck or lost "
+                "(look at the dead letters and the outboxes)",
+                repaired=False,
+            )
+        )
+    if payment == "paid" and order in ("paid", "fulfilled") and order_id not in receipts:
+        found.append(
+            Drift("receipt_missing", str(order_id), "paid, but no receipt was sent", False)
+        )
+    return found

@@ -1,0 +1,113 @@
+"""What payment-service's worker runs beside its handlers: the reconciliation, every
+``reconcile_interval_seconds`` by one worker at a time, and on demand through the operator
+routes of the worker's port (``shopctl reconcile`` asks them)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import structlog
+
+from shop.messaging import OperatorRoute
+from shop.payment.domain.reconciliation import Report
+from shop.payment.ports import PaymentMetrics, PaymentStore
+from shop.payment.service_layer.payments import Gateways
+from shop.payment.service_layer.reconciliation import reconcile
+
+log = structlog.get_logger("shop.payment.reconciliation")
+
+RECONCILIATION_PATH: Final = "/reconciliation"
+_JOB: Final = "payment-service:reconciliation"
+_LIMIT: Final = 5000
+
+
+class Reconciler:
+    def __init__(
+        self,
+        store: PaymentStore,
+        gateways: Gateways,
+        metrics: PaymentMetrics,
+        *,
+        interval: float,
+        lookback: timedelta,
+    ) -> None:
+        self.store = store
+        self.gateways = gateways
+        self.metrics = metrics
+        self.interval = interval
+        self.lookback = lookback
+        self.latest: Report | None = None
+
+    async def run(self, since: datetime | None = None) -> Report | None:
+        """One reconciliation, unless another worker is running one (None)."""
+        async with self.store.alone(_JOB) as mine:
+            if not mine:
+                return None
+            start = since or datetime.now(UTC) - self.lookback
+            report = await reconcile(self.store, self.gateways, since=start, limit=_LIMIT, log=log)
+        self.latest = report
+        self.metrics.reconciled(report.counts())
+        return report
+
+    async def every_interval(self, stopping: asyncio.Event) -> None:
+        """The worker's job: a reconciliation each interval until the worker stops. A run
+        that fails is logged and tried again at the next interval: it must not stop the
+        worker's consumers."""
+        while not stopping.is_set():
+            try:
+                await self.run()
+            except Exception:
+                log.exception("reconciliation failed; tried again at the next interval")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stopping.wait(), timeout=self.interval)
+
+    def routes(self) -> list[OperatorRoute]:
+        return [
+            OperatorRoute("GET", RECONCILIATION_PATH, self._latest),
+            OperatorRoute("POST", RECONCILIATION_PATH, self._run_now),
+        ]
+
+    async def _latest(self, _: Mapping[str, str]) -> tuple[int, Any]:
+        if self.latest is None:
+            return 404, {"detail": "no reconciliation has run in this worker yet"}
+        return 200, report_document(self.latest)
+
+    async def _run_now(self, query: Mapping[str, str]) -> tuple[int, Any]:
+        since = None
+        if "since" in query:
+            try:
+                since = datetime.fromisoformat(query["since"])
+            except ValueError:
+                return 400, {"detail": f"since={query['since']!r} is not an ISO 8601 time"}
+            if since.tzinfo is None:
+                return 400, {"detail": "since needs a time zone (e.g. 2026-12-01T00:00:00Z)"}
+        report = await self.run(since)
+        if report is None:
+            return 409, {"detail": "another worker is reconciling now; ask again soon"}
+        return 200, report_document(report)
+
+
+def report_document(report: Report) -> dict[str, Any]:
+    """The report as JSON: what ``shopctl reconcile --json`` prints."""
+    return {
+        "since": report.since.isoformat(),
+        "started_at": report.started_at.isoformat(),
+        "finished_at": report.finished_at.isoformat(),
+        "checked": report.checked,
+        "drift": report.counts(),
+        "findings": [
+            {
+                "kind": finding.kind.value,
+                "order_id": str(finding.order_id),
+                "shop_status": finding.shop_status,
+                "gateway_status": finding.gateway_status,
+                "repaired": finding.repaired,
+                "detail": finding.detail,
+            }
+            for finding in report.findings
+        ],
+    }

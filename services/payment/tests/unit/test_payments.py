@@ -1,0 +1,368 @@
+"""payment-service's use cases on fakes: every notification is confirmed with the gateway
+before it moves money, early notifications wait for their payment, the window is expired by
+payment-service alone, money it cannot keep is refunded, reversals are told."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+import structlog
+
+from shop.contracts import (
+    ExpirePayment,
+    OrderCancelled,
+    OrderCreated,
+    PaymentExpired,
+    PaymentFailed,
+    PaymentReceived,
+    PaymentReversed,
+    ProcessPayment,
+    RefundPayment,
+    ReversalKind,
+    examples,
+)
+from shop.payment.domain.errors import (
+    AmountMismatch,
+    GatewayRefused,
+    GatewayUnavailable,
+    NotificationDisputed,
+    NotificationNotKept,
+)
+from shop.payment.domain.gateway import ChargeState, GatewayPayment, GatewayReversal
+from shop.payment.domain.notifications import Meaning, Notification, Provider
+from shop.payment.domain.status import PaymentStatus
+from shop.payment.service_layer import payments
+from shop.payment.service_layer.payments import PaymentWindow
+
+from .fakes import FakeGateway, FakePaymentStore
+
+ORDER = uuid.UUID("6f1c2a4e-8d3b-4c1a-9e2f-0a1b2c3d4e5f")
+TOTAL = 250000
+WINDOW = PaymentWindow(length=timedelta(minutes=30), grace=timedelta(minutes=1))
+log = structlog.get_logger("test")
+
+
+def order_created() -> OrderCreated:
+    created = examples.examples()[OrderCreated]
+    assert isinstance(created, OrderCreated)
+    return created
+
+
+def order_cancelled() -> OrderCancelled:
+    cancelled = examples.examples()[OrderCancelled]
+    assert isinstance(cancelled, OrderCancelled)
+    return cancelled
+
+
+def charge(
+    state: ChargeState, status: str, *reversals: GatewayReversal, amount: int = TOTAL
+) -> GatewayPayment:
+    return GatewayPayment(
+        Provider.MIDTRANS,
+        ORDER,
+        "tx-1",
+        status,
+        state,
+        amount,
+        "IDR",
+        reversals,
+        settled_at=datetime(2026, 12, 4, tzinfo=UTC) if state == ChargeState.PAID else None,
+    )
+
+
+def said(status: str, meaning: Meaning, *, tx: str = "tx-1") -> Notification:
+    return Notification(
+        Provider.MIDTRANS, f"{tx}:{status}", status, meaning, ORDER, TOTAL, "IDR", tx
+    )
+
+
+@pytest.fixture
+def store() -> FakePaymentStore:
+    return FakePaymentStore()
+
+
+@pytest.fixture
+def gateway() -> FakeGateway:
+    return FakeGateway()
+
+
+@pytest.fixture
+def gateways(gateway: FakeGateway) -> dict[Provider, Any]:
+    return {Provider.MIDTRANS: gateway}
+
+
+async def opened(store: FakePaymentStore) -> None:
+    async with store.transaction() as tx:
+        await payments.open_payment(tx, order_created(), WINDOW)
+
+
+async def notify(
+    store: FakePaymentStore, gateways: dict[Provider, Any], notification: Notification
+) -> str:
+    store.keep(notification)
+    return await payments.process_notification(
+        store, gateways, "midtrans", notification.provider_event_id, log
+    )
+
+
+def status(store: FakePaymentStore) -> PaymentStatus:
+    return store.state.payments[ORDER].status
+
+
+async def test_opening_a_payment_schedules_its_expiry_after_the_window_and_grace(
+    store: FakePaymentStore,
+) -> None:
+    await opened(store)
+
+    [expiry] = [item for item in store.state.outbox if isinstance(item.message, ExpirePayment)]
+    assert expiry.due_at == order_created().placed_at + timedelta(minutes=31)
+    assert expiry.key == str(ORDER)
+
+
+async def test_a_settlement_the_gateway_confirms_pays_once(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+
+    assert await notify(store, gateways, said("settlement", Meaning.PAID)) == "paid"
+    await payments.process_notification(store, gateways, "midtrans", "tx-1:settlement", log)
+
+    assert status(store) == PaymentStatus.PAID
+    [received] = store.state.sent(PaymentReceived)
+    assert isinstance(received, PaymentReceived)
+    assert (received.amount, received.provider_event_id) == (TOTAL, "tx-1")
+
+
+async def test_a_cancel_edited_into_a_settlement_does_not_pay_and_is_flagged(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.FAILED, "cancel")
+
+    with pytest.raises(NotificationDisputed, match="says 'settlement', the gateway says 'cancel'"):
+        await notify(store, gateways, said("settlement", Meaning.PAID))
+
+    assert status(store) == PaymentStatus.FAILED, "the gateway's word, not the body's"
+    assert store.state.sent(PaymentReceived) == []
+    assert "the gateway says 'cancel'" in store.state.flags[ORDER]
+    [outcome] = store.state.processed.values()
+    assert outcome.startswith("flagged: ")
+
+
+async def test_a_settlement_the_gateway_never_heard_of_is_flagged_and_pays_nothing(
+    store: FakePaymentStore, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+
+    with pytest.raises(NotificationDisputed, match="no payment for order"):
+        await notify(store, gateways, said("settlement", Meaning.PAID))
+
+    assert status(store) == PaymentStatus.PENDING
+
+
+async def test_a_gateway_that_cannot_be_asked_is_retried_and_nothing_is_guessed(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.unavailable = True
+
+    with pytest.raises(GatewayUnavailable):
+        await notify(store, gateways, said("settlement", Meaning.PAID))
+
+    assert status(store) == PaymentStatus.PENDING
+    assert store.state.processed == {}, "asked again later, as new"
+
+
+async def test_the_gateway_taking_another_amount_is_a_mismatch_flagged_not_paid(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement", amount=1000)
+
+    with pytest.raises(AmountMismatch, match="took 1000 IDR, but the order is 250000 IDR"):
+        await notify(store, gateways, said("settlement", Meaning.PAID))
+
+    assert status(store) == PaymentStatus.PENDING
+    assert ORDER in store.state.flags
+
+
+async def test_a_notification_nobody_kept_is_refused(
+    store: FakePaymentStore, gateways: dict[Provider, Any]
+) -> None:
+    with pytest.raises(NotificationNotKept):
+        await payments.process_notification(store, gateways, "midtrans", "nope", log)
+
+
+async def test_a_notification_before_its_payment_opens_waits_and_is_queued_again_on_open(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+
+    outcome = await notify(store, gateways, said("settlement", Meaning.PAID))
+
+    assert outcome == "waiting for the order's payment to open"
+    assert store.state.processed == {}, "kept unprocessed: no retry budget to run out"
+    await opened(store)
+    [again] = store.state.sent(ProcessPayment)
+    assert again == ProcessPayment(provider_event_id="tx-1:settlement", provider="midtrans")
+    await payments.process_notification(store, gateways, "midtrans", "tx-1:settlement", log)
+    assert status(store) == PaymentStatus.PAID
+
+
+async def test_the_window_ends_unpaid_and_the_payment_expires(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PENDING, "pending")
+
+    await payments.expire_payment(store, gateways, ORDER, log)
+
+    assert status(store) == PaymentStatus.EXPIRED
+    [expired] = store.state.sent(PaymentExpired)
+    assert isinstance(expired, PaymentExpired)
+    assert expired.order_id == ORDER
+
+
+async def test_a_settlement_in_the_window_that_no_notification_brought_pays_at_expiry(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+
+    await payments.expire_payment(store, gateways, ORDER, log)
+
+    assert status(store) == PaymentStatus.PAID
+    assert store.state.sent(PaymentExpired) == []
+    assert len(store.state.sent(PaymentReceived)) == 1
+
+
+async def test_an_expiry_after_the_payment_was_paid_changes_nothing(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+    await notify(store, gateways, said("settlement", Meaning.PAID))
+
+    assert await payments.expire_payment(store, gateways, ORDER, log) == "nothing to expire"
+    assert store.state.sent(PaymentExpired) == []
+
+
+async def test_a_failed_try_then_the_window_ends_expires(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.FAILED, "deny")
+    await notify(store, gateways, said("deny", Meaning.FAILED))
+    assert status(store) == PaymentStatus.FAILED
+    assert len(store.state.sent(PaymentFailed)) == 1
+
+    await payments.expire_payment(store, gateways, ORDER, log)
+
+    assert status(store) == PaymentStatus.EXPIRED
+
+
+async def test_a_settlement_after_expiry_is_refunded_once_and_told(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    await payments.expire_payment(store, gateways, ORDER, log)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+
+    await notify(store, gateways, said("settlement", Meaning.PAID))
+
+    assert status(store) == PaymentStatus.REFUND_DUE
+    assert store.state.sent(PaymentReceived) == [], "never paid: its order is gone"
+    [command] = store.state.sent(RefundPayment)
+    assert isinstance(command, RefundPayment)
+    assert command.amount == TOTAL
+    await payments.refund_payment(store, gateways, command, log)
+    await payments.refund_payment(store, gateways, command, log)
+
+    assert status(store) == PaymentStatus.REFUNDED
+    assert len(gateway.refunds) == 1
+    [reversed_] = store.state.sent(PaymentReversed)
+    assert isinstance(reversed_, PaymentReversed)
+    assert (reversed_.kind, reversed_.amount, reversed_.reversed_total) == (
+        ReversalKind.REFUND,
+        TOTAL,
+        TOTAL,
+    )
+
+
+async def test_a_refund_the_gateway_refuses_is_flagged_and_refused(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    await payments.expire_payment(store, gateways, ORDER, log)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+    await notify(store, gateways, said("settlement", Meaning.PAID))
+    gateway.refusal = "refund is not allowed for this payment type"
+    [command] = store.state.sent(RefundPayment)
+    assert isinstance(command, RefundPayment)
+
+    with pytest.raises(GatewayRefused):
+        await payments.refund_payment(store, gateways, command, log)
+
+    assert status(store) == PaymentStatus.REFUND_DUE
+    assert "refund is not allowed" in store.state.flags[ORDER]
+
+
+async def test_an_order_cancelled_once_paid_gets_its_money_back(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+    await notify(store, gateways, said("settlement", Meaning.PAID))
+
+    async with store.transaction() as tx:
+        await payments.cancel_payment(tx, order_cancelled(), log)
+
+    assert status(store) == PaymentStatus.REFUND_DUE
+    [command] = store.state.sent(RefundPayment)
+    assert isinstance(command, RefundPayment)
+    await payments.refund_payment(store, gateways, command, log)
+    assert status(store) == PaymentStatus.REFUNDED
+
+
+async def test_two_partial_refunds_are_two_reversals(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+    await notify(store, gateways, said("settlement", Meaning.PAID))
+    first = GatewayReversal(ReversalKind.REFUND, "1", 50000)
+    second = GatewayReversal(ReversalKind.REFUND, "2", 70000)
+
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "partial_refund", first)
+    await notify(store, gateways, said("partial_refund", Meaning.REFUNDED))
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "partial_refund", first, second)
+    second_notice = said("partial_refund", Meaning.REFUNDED)
+    store.keep(replace(second_notice, provider_event_id="tx-1:partial_refund:2"))
+    await payments.process_notification(store, gateways, "midtrans", "tx-1:partial_refund:2", log)
+
+    assert status(store) == PaymentStatus.PARTIALLY_REFUNDED
+    told = [e for e in store.state.sent(PaymentReversed) if isinstance(e, PaymentReversed)]
+    totals = [(e.amount, e.reversed_total) for e in told]
+    assert totals == [(50000, 50000), (70000, 120000)]
+
+
+async def test_a_chargeback_ends_charged_back_and_is_told(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+    await notify(store, gateways, said("settlement", Meaning.PAID))
+    chargeback = GatewayReversal(ReversalKind.CHARGEBACK, "cb-1", TOTAL)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "chargeback", chargeback)
+
+    await notify(store, gateways, said("chargeback", Meaning.CHARGED_BACK))
+
+    assert status(store) == PaymentStatus.CHARGED_BACK
+    [told] = store.state.sent(PaymentReversed)
+    assert isinstance(told, PaymentReversed)
+    assert told.kind == ReversalKind.CHARGEBACK
