@@ -1,5 +1,6 @@
 """payment-service's ports in memory, with the outbox of :mod:`.outbox`: the webhook's store
-of notifications, and the payments its worker's handlers open, settle and expire."""
+of notifications, the payments its worker's handlers open, settle and expire, and the
+gateway whose record they follow."""
 
 from __future__ import annotations
 
@@ -8,14 +9,24 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from shop.contracts import Contract
-from shop.messaging import MessageContext
-from shop.payment.domain.notifications import Notification
+from shop.messaging import MessageContext, Router
+from shop.payment.adapters.metrics import PrometheusPaymentMetrics
+from shop.payment.domain.gateway import (
+    GatewayPayment,
+    GatewayReversal,
+    RefundRequest,
+    RefundResult,
+    ReversalKind,
+)
+from shop.payment.domain.notifications import Notification, Provider
 from shop.payment.domain.payments import Payment
-from shop.payment.domain.status import PaymentStatus
+from shop.payment.domain.status import UNPAID, PaymentStatus
+from shop.payment.handlers import build_router
 from shop.payment.ports import StoredNotification
+from shop.payment.service_layer.payments import PaymentWindow
 
 from .outbox import RecordingOutbox
 
@@ -73,7 +84,7 @@ class FakePayments:
         self.ledger.order_numbers[order_id] = order_number
         return True
 
-    async def lock(self, order_id: uuid.UUID) -> Payment | None:
+    async def get(self, order_id: uuid.UUID, *, lock: bool = False) -> Payment | None:
         return self.ledger.payments.get(order_id)
 
     async def notification(
@@ -81,13 +92,33 @@ class FakePayments:
     ) -> StoredNotification | None:
         return self.ledger.notifications.get((provider, provider_event_id))
 
-    async def mark_paid(
-        self, payment: Payment, notification: Notification, *, at: datetime
-    ) -> None:
-        self.ledger.set_status(payment.order_id, PaymentStatus.PAID)
+    async def opened_between(
+        self, since: datetime, until: datetime, *, limit: int
+    ) -> list[Payment]:
+        return list(self.ledger.payments.values())[:limit]
 
-    async def mark_failed(self, payment: Payment, notification: Notification) -> None:
-        self.ledger.set_status(payment.order_id, PaymentStatus.FAILED)
+    async def unprocessed_notifications(self, order_id: uuid.UUID) -> list[StoredNotification]:
+        return [
+            stored
+            for stored in self.ledger.notifications.values()
+            if stored.notification.order_id == order_id and stored.id not in self.ledger.outcomes
+        ]
+
+    async def set_status(
+        self,
+        payment: Payment,
+        status: PaymentStatus,
+        *,
+        charge: GatewayPayment | None = None,
+        paid_at: datetime | None = None,
+    ) -> None:
+        self.ledger.set_status(payment.order_id, status)
+        if charge is not None:
+            self.ledger.payments[payment.order_id] = dataclasses.replace(
+                self.ledger.payments[payment.order_id],
+                provider=charge.provider,
+                provider_payment_id=charge.transaction_id,
+            )
 
     async def expire(
         self, order_id: uuid.UUID, *, order_number: str, amount: int, currency: str
@@ -98,22 +129,43 @@ class FakePayments:
             )
             self.ledger.order_numbers[order_id] = order_number
             return True
-        if self.ledger.payments[order_id].status != PaymentStatus.PENDING:
+        if self.ledger.payments[order_id].status not in UNPAID:
             return False
         self.ledger.set_status(order_id, PaymentStatus.EXPIRED)
         return True
 
+    async def record_reversal(
+        self, payment: Payment, reversal: GatewayReversal, *, status: PaymentStatus
+    ) -> bool:
+        current = self.ledger.payments[payment.order_id]
+        if reversal.reference in current.reversals:
+            return False
+        self.ledger.payments[payment.order_id] = dataclasses.replace(
+            current,
+            status=status,
+            reversed_amount=current.reversed_amount + reversal.amount,
+            reversals=current.reversals | {reversal.reference},
+        )
+        return True
+
+    async def flag(self, payment: Payment, reason: str) -> None:
+        self.ledger.flagged[payment.order_id] = reason
+
     async def settle(self, stored: StoredNotification, outcome: str) -> None:
         self.ledger.outcomes.setdefault(stored.id, outcome)
 
-    async def add_event(self, event: Contract, *, key: str) -> None:
-        self.ledger.outbox.add(event, key=key)
+    async def add_event(self, event: Contract, *, key: str, due_at: datetime | None = None) -> None:
+        self.ledger.outbox.add(event, key=key, due_at=due_at)
 
 
 class FakePaymentStore:
     def __init__(self, ledger: PaymentLedger) -> None:
         self.ledger = ledger
         self.payments = FakePayments(ledger)
+
+    @asynccontextmanager
+    async def alone(self, job: str) -> AsyncIterator[bool]:
+        yield True
 
     def joining(self, ctx: MessageContext) -> FakePayments:
         return self.payments
@@ -122,6 +174,33 @@ class FakePaymentStore:
     async def transaction(self) -> AsyncIterator[FakePayments]:
         yield self.payments
 
-    async def flag(self, order_id: uuid.UUID, stored: StoredNotification, reason: str) -> None:
-        self.ledger.flagged[order_id] = reason
-        self.ledger.outcomes.setdefault(stored.id, f"flagged: {reason}")
+
+class GatewayRecord:
+    """The gateway's side: what it records of each order's charge, as its status API would
+    answer (the producers' scenarios write it, as a customer paying would)."""
+
+    def __init__(self) -> None:
+        self.provider = Provider.SHOP
+        self.charges: dict[uuid.UUID, GatewayPayment] = {}
+
+    async def status(self, order_id: uuid.UUID) -> GatewayPayment | None:
+        return self.charges.get(order_id)
+
+    async def refund(self, request: RefundRequest) -> RefundResult:
+        charge = self.charges[request.order_id]
+        reversal = GatewayReversal(ReversalKind.REFUND, request.refund_key, request.amount)
+        self.charges[request.order_id] = dataclasses.replace(
+            charge, reversals=(*charge.reversals, reversal)
+        )
+        return RefundResult(request.refund_key, request.amount)
+
+
+def payment_worker(ledger: PaymentLedger, gateway: GatewayRecord | None = None) -> Router:
+    """payment-service's worker on ``ledger``, following ``gateway``'s record."""
+    window = PaymentWindow(length=timedelta(minutes=30), grace=timedelta(minutes=1))
+    return build_router(
+        FakePaymentStore(ledger),
+        {Provider.SHOP: gateway or GatewayRecord()},
+        window,
+        PrometheusPaymentMetrics(),
+    )

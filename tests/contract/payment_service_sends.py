@@ -12,13 +12,13 @@ from pact.types import Message
 
 from shop.contracts import OrderCreated, PaymentReceived, ProcessPayment, encode, wrap
 from shop.contracts.examples import examples
+from shop.payment.domain.gateway import ChargeState, GatewayPayment
 from shop.payment.domain.notifications import Meaning, Notification, Provider
-from shop.payment.handlers import build_router
 from shop.payment.service_layer.intake import take_notification
 
 from .delivery import deliver
 from .messages import NOTIFICATION_TO_PROCESS, PAYMENT_RECEIVED
-from .payment_fakes import FakePaymentStore, FakeWebhookStore, PaymentLedger
+from .payment_fakes import FakeWebhookStore, GatewayRecord, PaymentLedger, payment_worker
 
 
 async def messages() -> dict[str, Message]:
@@ -47,17 +47,35 @@ def paid_in_full(order: OrderCreated) -> Notification:
     )
 
 
-async def a_notification_taken(order: OrderCreated) -> PaymentLedger:
-    ledger = PaymentLedger()
+async def a_notification_taken(
+    order: OrderCreated, ledger: PaymentLedger | None = None
+) -> PaymentLedger:
+    ledger = ledger or PaymentLedger()
     notification = paid_in_full(order)
     raw_body = f'{{"event_id": "{notification.provider_event_id}"}}'.encode()
     await take_notification(FakeWebhookStore(ledger), notification, raw_body)
     return ledger
 
 
+def charged(order: OrderCreated, notification: Notification) -> GatewayPayment:
+    """The gateway's record of the charge ``notification`` tells of."""
+    return GatewayPayment(
+        provider=Provider.SHOP,
+        order_id=order.order_id,
+        transaction_id=notification.provider_payment_id,
+        status="paid",
+        state=ChargeState.PAID,
+        amount=order.total,
+        currency=order.currency,
+    )
+
+
 async def a_payment_received(order: OrderCreated) -> Message:
-    ledger = await a_notification_taken(order)
-    worker = build_router(FakePaymentStore(ledger))
+    ledger, gateway = PaymentLedger(), GatewayRecord()
+    worker = payment_worker(ledger, gateway)
     await deliver(worker, encode(wrap(order, key=str(order.order_id))))
+    await a_notification_taken(order, ledger)
+    [stored] = ledger.notifications.values()
+    gateway.charges[order.order_id] = charged(order, stored.notification)
     await deliver(worker, ledger.outbox.the_one(ProcessPayment).body)
     return ledger.outbox.the_one(PaymentReceived).as_pact_message()

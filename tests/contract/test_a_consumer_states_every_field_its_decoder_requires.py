@@ -8,13 +8,12 @@ from __future__ import annotations
 import pytest
 
 from shop.contracts import OrderCreated
-from shop.payment.handlers import build_router
 
 from .consuming import feed
 from .messages import ORDER_PLACED, ORDER_SERVICE, PAYMENT_SERVICE
 from .order_facts import order_facts
 from .pact_files import ConsumerPact, Expectation
-from .payment_fakes import FakePaymentStore, PaymentLedger
+from .payment_fakes import PaymentLedger, payment_worker
 from .wire import ORDER_ID, envelope, moment
 
 
@@ -27,4 +26,4 @@ def test_a_pact_without_a_field_the_decoder_requires_fails_its_consumer_test() -
     too_little = ConsumerPact(PAYMENT_SERVICE, ORDER_SERVICE, (Expectation(ORDER_PLACED, body),))
 
     with pytest.raises(AssertionError, match=r"payload\.customer_email: Field required"):
-        feed(too_little.build(), build_router(FakePaymentStore(PaymentLedger())))
+        feed(too_little.build(), payment_worker(PaymentLedger()))

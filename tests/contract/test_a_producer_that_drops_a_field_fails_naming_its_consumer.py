@@ -43,19 +43,19 @@ class DroppedField:
     field: str
 
 
-PAYMENT_RECEIVED_WITHOUT_AMOUNT = DroppedField(
+PAYMENT_RECEIVED_WITHOUT_PAID_AT = DroppedField(
     removals=(
-        Removal("contracts/src/shop/contracts", "payments.py", "    amount: MinorUnits\n"),
+        Removal("contracts/src/shop/contracts", "payments.py", "    paid_at: AwareDatetime\n"),
         Removal(
             "services/payment/src/shop/payment",
             "service_layer/payments.py",
-            "                    amount=notification.amount,\n",
+            "                    paid_at=paid_at,\n",
         ),
     ),
     provider=PAYMENT_SERVICE,
     provider_test="test_payment_service_sends_what_order_service_and_its_own_worker_state",
     consumer=ORDER_SERVICE,
-    field="amount",
+    field="paid_at",
 )
 ORDER_PAID_WITHOUT_PAYMENT_REFERENCE = DroppedField(
     removals=(
@@ -120,8 +120,8 @@ def fingerprint(removals: tuple[Removal, ...]) -> dict[Path, str]:
 
 @pytest.mark.parametrize(
     "dropped",
-    [PAYMENT_RECEIVED_WITHOUT_AMOUNT, ORDER_PAID_WITHOUT_PAYMENT_REFERENCE],
-    ids=["payment.received without amount", "order.paid without payment_reference"],
+    [PAYMENT_RECEIVED_WITHOUT_PAID_AT, ORDER_PAID_WITHOUT_PAYMENT_REFERENCE],
+    ids=["payment.received without paid_at", "order.paid without payment_reference"],
 )
 def test_the_provider_verification_fails_naming_the_consumer_and_the_field(
     dropped: DroppedField, tmp_path: Path

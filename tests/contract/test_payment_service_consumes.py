@@ -16,10 +16,10 @@ from pathlib import Path
 from pact import match
 
 from shop.contracts import OrderCancelled, OrderCreated, PaymentReceived, ProcessPayment
+from shop.payment.domain.gateway import ChargeState, GatewayPayment
 from shop.payment.domain.notifications import Meaning, Notification, Provider
 from shop.payment.domain.payments import Payment
 from shop.payment.domain.status import PaymentStatus
-from shop.payment.handlers import build_router
 
 from .consuming import feed
 from .messages import (
@@ -31,7 +31,7 @@ from .messages import (
 )
 from .order_facts import ORDER_NUMBER, TOTAL, order_facts
 from .pact_files import ConsumerPact, Expectation, assert_committed
-from .payment_fakes import FakePaymentStore, PaymentLedger
+from .payment_fakes import GatewayRecord, PaymentLedger, payment_worker
 from .wire import ORDER_ID, envelope, moment
 
 PROVIDER_EVENT_ID = "evt_9d2f"
@@ -85,9 +85,7 @@ def pending_payment(ledger: PaymentLedger) -> Payment:
 def test_an_order_placed_opens_a_pending_payment_for_its_total() -> None:
     ledger = PaymentLedger()
 
-    feed(
-        PACT_WITH_ORDER_SERVICE.build(ORDER_PLACED_EXPECTED), build_router(FakePaymentStore(ledger))
-    )
+    feed(PACT_WITH_ORDER_SERVICE.build(ORDER_PLACED_EXPECTED), payment_worker(ledger))
 
     payment = ledger.payments[AN_ORDER]
     assert (payment.amount, payment.currency, payment.status) == (
@@ -104,7 +102,7 @@ def test_an_order_cancelled_unpaid_expires_its_pending_payment() -> None:
 
     feed(
         PACT_WITH_ORDER_SERVICE.build(ORDER_CANCELLED_EXPECTED),
-        build_router(FakePaymentStore(ledger)),
+        payment_worker(ledger),
     )
 
     assert ledger.payments[AN_ORDER].status == PaymentStatus.EXPIRED
@@ -126,7 +124,12 @@ def test_a_notification_to_process_pays_its_order_and_announces_the_payment() ->
         )
     )
 
-    feed(PACT_WITH_ITS_WEBHOOK.build(NOTIFICATION_EXPECTED), build_router(FakePaymentStore(ledger)))
+    gateway = GatewayRecord()
+    gateway.charges[AN_ORDER] = GatewayPayment(
+        Provider.SHOP, AN_ORDER, "pay_1", "paid", ChargeState.PAID, TOTAL, "IDR"
+    )
+
+    feed(PACT_WITH_ITS_WEBHOOK.build(NOTIFICATION_EXPECTED), payment_worker(ledger, gateway))
 
     assert ledger.payments[AN_ORDER].status == PaymentStatus.PAID
     received = ledger.outbox.the_event(PaymentReceived)
