@@ -23,6 +23,7 @@ from shop.ops.errors import OpsError
 from shop.ops.lag import ConsumerLag
 from shop.ops.mail import CapturedMail, PdfAttachment
 from shop.ops.outbox import OutboxStatus
+from shop.ops.reconciliation import Drift, Reconciliation
 from shop.ops.timeline import TimelineEntry
 from shop.ops.traces import OrderTrace
 
@@ -118,6 +119,7 @@ class FakeOperations:
     timeline_failure: OpsError | None = None
     traces: list[OrderTrace] | None = None
     """None: the console reads no trace folder."""
+    reconciled: Reconciliation | None = None
     failure: OpsError | None = None
     """Raised by every call when set: a part of the shop that cannot be reached."""
 
@@ -155,6 +157,27 @@ class FakeOperations:
             ],
             self.unreachable_workers,
         )
+
+    async def reconciliation(self) -> Reconciliation | None:
+        self._fail()
+        return self.reconciled
+
+    async def reconcile(self) -> Reconciliation:
+        self._fail()
+        self.reconciled = Reconciliation(
+            since="2026-11-27T10:00:00+00:00",
+            checked=12,
+            drift={"settlement_missed": 1, "paid_not_at_gateway": 0},
+            findings=[
+                Drift(
+                    "settlement_missed",
+                    "6f1c2a4e-8d3b-4c1a-9e2f-0a1b2c3d4e5f",
+                    "settlement tx-1",
+                    repaired=True,
+                )
+            ],
+        )
+        return self.reconciled
 
     async def consumer_lag(self) -> list[ConsumerLag]:
         self._fail()

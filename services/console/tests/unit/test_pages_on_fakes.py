@@ -481,3 +481,38 @@ async def test_every_page_has_a_skip_link_and_keeps_itself_out_of_caches_and_fra
     assert page.headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
     assert "<script" not in page.text
+
+
+async def test_the_reconciliation_page_says_none_ran_then_runs_one_and_shows_its_drift(
+    client: httpx.AsyncClient, shop: FakeShop
+) -> None:
+    page = await client.get("/reconciliation")
+    assert page.status_code == 200
+    assert "No reconciliation has run" in page.text
+
+    done = await client.post("/reconciliation", data={"csrf_token": csrf_of(page)})
+    assert (done.status_code, done.headers["location"]) == (303, "/reconciliation")
+
+    shown = await client.get("/reconciliation")
+    assert "Reconciled 12 payments" in shown.text
+    assert "settlement_missed" in shown.text
+    assert "/orders/6f1c2a4e-8d3b-4c1a-9e2f-0a1b2c3d4e5f" in shown.text
+
+
+async def test_reconciling_needs_the_forms_csrf_token(
+    client: httpx.AsyncClient, shop: FakeShop
+) -> None:
+    refused = await client.post("/reconciliation", data={})
+    assert refused.status_code == 403
+    assert shop.operations.reconciled is None
+
+
+async def test_a_payment_worker_that_does_not_answer_is_said_on_the_reconciliation_page(
+    client: httpx.AsyncClient, shop: FakeShop
+) -> None:
+    shop.operations.failure = Unreachable("payment-service's worker", "http://127.0.0.1:9")
+
+    page = await client.get("/reconciliation")
+
+    assert page.status_code == 200
+    assert "could not be read: cannot reach payment-service&#39;s worker" in page.text

@@ -15,7 +15,7 @@ import httpx
 
 from shop.ops.databases import connected
 from shop.ops.errors import OpsError
-from shop.ops.http import reaching
+from shop.ops.http import TIMEOUT, reaching
 from shop.ops.settings import (
     NOTIFICATION_SERVICE,
     ORDER_SERVICE,
@@ -39,6 +39,7 @@ ORDER_STATUS_OF_PAYMENT: Final = {
 is refunded, or cancelled if it was a late payment given back."""
 
 RECEIPT: Final = "payment_receipt"
+CROSS_SERVICE_KINDS: Final = ("order_behind_payment", "receipt_missing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,17 +63,35 @@ async def reconcile(settings: OpsSettings, since: datetime | None = None) -> Rec
     """Ask payment-service to reconcile with the gateways since ``since`` (its own lookback
     when None), then hold its payments against the orders and e-mails."""
     gateway_side = await _payment_service_reconciles(settings, since)
-    start = datetime.fromisoformat(gateway_side["since"])
+    cross = await cross_service_drift(settings, datetime.fromisoformat(gateway_side["since"]))
+    report = _report(gateway_side, cross)
+    for kind in CROSS_SERVICE_KINDS:
+        report.drift[kind] = sum(1 for finding in cross if finding.kind == kind)
+    return report
+
+
+async def latest_reconciliation(settings: OpsSettings) -> Reconciliation | None:
+    """What payment-service's worker found the last time it reconciled with the gateways
+    (None until it has, since it started), without running one."""
+    url = settings.worker_url(PAYMENT_SERVICE)
+    async with httpx.AsyncClient(base_url=url, timeout=TIMEOUT) as client:
+        with reaching("payment-service's worker", url):
+            reply = await client.get("/reconciliation")
+    if reply.status_code == 404:
+        return None
+    if reply.status_code != 200:
+        raise OpsError(f"payment-service's worker answered {reply.status_code}: {reply.text}")
+    return _report(reply.json(), [])
+
+
+def _report(gateway_side: dict[str, Any], cross: list[Drift]) -> Reconciliation:
     findings = [
         Drift(f["kind"], f["order_id"], f["detail"], bool(f["repaired"]))
         for f in gateway_side["findings"]
     ]
-    cross = await cross_service_drift(settings, start)
     drift = dict(gateway_side["drift"])
-    for kind in ("order_behind_payment", "receipt_missing"):
-        drift[kind] = sum(1 for finding in cross if finding.kind == kind)
     return Reconciliation(
-        since=start.isoformat(),
+        since=gateway_side["since"],
         checked=int(gateway_side["checked"]),
         drift=drift,
         findings=findings + cross,

@@ -16,6 +16,7 @@ from shop.ops.deadletters import DeadLetterEntry
 from shop.ops.lag import ConsumerLag
 from shop.ops.mail import CapturedMail
 from shop.ops.outbox import OutboxStatus
+from shop.ops.reconciliation import Reconciliation
 from shop.ops.timeline import TimelineEntry
 from shop.ops.traces import OrderTrace
 
@@ -110,6 +111,15 @@ class Operations(Protocol):
 
     async def purge(self, group: str, letter_id: str) -> DeadLetterEntry:
         """Remove the letter for good."""
+        ...
+
+    async def reconciliation(self) -> Reconciliation | None:
+        """The last reconciliation payment-service's worker ran (None before its first)."""
+        ...
+
+    async def reconcile(self) -> Reconciliation:
+        """Reconcile now: the gateways against the payments, then against orders and
+        e-mails."""
         ...
 
     async def order_timeline(self, order_id: uuid.UUID) -> list[TimelineEntry]: ...

@@ -25,6 +25,7 @@ from shop.ops.http import TIMEOUT
 from shop.ops.lag import ConsumerLag, consumer_lag
 from shop.ops.mail import CapturedMail, captured, captured_named
 from shop.ops.outbox import OutboxStatus, service_outbox_status
+from shop.ops.reconciliation import Reconciliation, latest_reconciliation, reconcile
 from shop.ops.services import consumer_groups, shop_services
 from shop.ops.settings import OpsSettings
 from shop.ops.timeline import TimelineEntry, order_timeline
@@ -64,6 +65,12 @@ class ShopOperations:
                     for group in service.groups
                 )
         return found
+
+    async def reconciliation(self) -> Reconciliation | None:
+        return await latest_reconciliation(self.settings)
+
+    async def reconcile(self) -> Reconciliation:
+        return await reconcile(self.settings)
 
     async def consumer_lag(self) -> list[ConsumerLag]:
         return await consumer_lag(self.settings)

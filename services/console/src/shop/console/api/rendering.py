@@ -56,6 +56,7 @@ def navigation(settings: ConsoleSettings) -> list[tuple[str, str]]:
         ("/orders", "Orders"),
         ("/outbox", "Outbox"),
         ("/consumers", "Consumers"),
+        ("/reconciliation", "Reconciliation"),
         ("/dead-letters", "Dead letters"),
         ("/asyncapi", "AsyncAPI"),
     ]
