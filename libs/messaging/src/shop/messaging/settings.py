@@ -3,9 +3,46 @@ pydantic-settings class holds a :class:`MessagingSettings` and passes it in."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Collection
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
+
+Environment = Literal["development", "test", "production"]
+"""Where a process runs: ``development`` (one developer's machine, ``make run``), ``test``
+(the test suites) or ``production`` (every deployment: the image and the manifests say so)."""
+
+MIN_SECRET_BYTES: Final = 32
+
+
+def unfit_secret(
+    variable: str, secret: SecretStr | str | None, development: Collection[str] = ()
+) -> str | None:
+    """Why ``secret`` must not be deployed, naming ``variable`` and never the value; None
+    when it is fit. The one rule of every secret of the shop (signing keys, API keys, the
+    console's session secret), so that no service judges its secrets more leniently than
+    another: it is set and not empty; it is none of ``development`` (the development
+    defaults are in the repository, so anyone may sign with them); and it holds at least
+    32 bytes, the size of an HMAC-SHA256 key (RFC 7518 asks as much of an HS256 key),
+    because a shorter key can be guessed offline from a single message signed with it."""
+    value = secret.get_secret_value() if isinstance(secret, SecretStr) else secret
+    if not value:
+        return f"{variable} must be set"
+    if value in development:
+        return f"{variable} must not be the development value"
+    if len(value.encode()) < MIN_SECRET_BYTES:
+        return f"{variable} must be at least {MIN_SECRET_BYTES} bytes"
+    return None
+
+
+def require_environment(data: Any, variable: str) -> Any:
+    """Refuse settings made without their environment (a ``mode="before"`` step of each
+    service's settings, ``variable`` its ``SHOP_<SERVICE>_ENVIRONMENT``). There is no
+    default: a process that fell back to development would take the development secrets
+    and start, and one that fell back to production would refuse a developer's machine."""
+    if isinstance(data, dict) and not data.get("environment"):
+        raise ValueError(f"{variable} must be set: development, test or production")
+    return data
 
 
 class KafkaSettings(BaseModel):
