@@ -83,7 +83,9 @@ async def send_all(bodies: list[bytes], sender: ConfirmationSender, concurrency:
 def main() -> None:
     events_file, host, port, concurrency = sys.argv[1:5]
     bodies = Path(events_file).read_bytes().splitlines()
-    settings = NotificationSettings(smtp=SmtpSettings(host=host, port=int(port)))
+    settings = NotificationSettings(
+        environment="development", smtp=SmtpSettings(host=host, port=int(port))
+    )
     asyncio.run(send_all(bodies, ConfirmationSender(settings), int(concurrency)))
     print(f"sent {len(bodies)} e-mails", flush=True)
     signal.pause()  # until the benchmark has read this process's CPU time and stops it

@@ -145,7 +145,10 @@ class RunningShop:
         """The development payment gateway notifies payment-service that ``order`` is paid,
         for the amount payment-service opened its payment for; False while it has not opened
         it yet."""
-        reading = OpsSettings(payment_database_url=self.env["SHOP_OPS_PAYMENT_DATABASE_URL"])
+        reading = OpsSettings(
+            environment="development",
+            payment_database_url=self.env["SHOP_OPS_PAYMENT_DATABASE_URL"],
+        )
         try:
             due = asyncio.run(payment_due(reading, str(order["number"])))
         except NoPaymentOpened:

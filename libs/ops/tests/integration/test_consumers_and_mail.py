@@ -32,7 +32,10 @@ async def test_each_groups_counts_come_from_its_workers_metrics() -> None:
     try:
         url = f"http://127.0.0.1:{health.port}"
         settings = OpsSettings(
-            order_worker_url=url, payment_worker_url=url, notification_worker_url=url
+            environment="test",
+            order_worker_url=url,
+            payment_worker_url=url,
+            notification_worker_url=url,
         )
         counts = await consumer_counts(settings)
     finally:
@@ -61,7 +64,7 @@ async def test_the_emails_the_sink_kept_are_read_with_their_invoices(smtp_sink: 
     # The sink's folder is the session's: earlier tests' e-mails may be in it too.
     (newest,) = [
         mail
-        for mail in await captured(OpsSettings(mail_dir=smtp_sink.mail_dir))
+        for mail in await captured(OpsSettings(environment="test", mail_dir=smtp_sink.mail_dir))
         if mail.subject == subject
     ]
 

@@ -35,7 +35,7 @@ def waiting_for(lags: list[ConsumerLag], group: str, source: str) -> int:
 async def test_dead_letters_across_groups_are_listed_shown_redriven_and_purged(
     messaging: MessagingSettings,
 ) -> None:
-    settings = OpsSettings(messaging=messaging)
+    settings = OpsSettings(environment="test", messaging=messaging)
     naming = Naming(messaging.namespace)
     unpaid, bounced, slow = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     await declare(messaging, PAYMENT, NOTIFICATION)
@@ -113,6 +113,6 @@ async def test_dead_letters_across_groups_are_listed_shown_redriven_and_purged(
 
 
 async def test_a_group_nobody_runs_is_refused_by_name(messaging: MessagingSettings) -> None:
-    settings = OpsSettings(messaging=messaging)
+    settings = OpsSettings(environment="test", messaging=messaging)
     with pytest.raises(OpsError, match="no consumer group matches"):
         await list_dead_letters(settings, DeadLetterQuery(group="stock-service"))

@@ -45,7 +45,7 @@ async def test_on_kafka_each_group_waits_for_what_it_has_not_committed(
     request: pytest.FixtureRequest, unique_name: str
 ) -> None:
     messaging = on_broker("kafka", unique_name, request)
-    settings = OpsSettings(messaging=messaging)
+    settings = OpsSettings(environment="test", messaging=messaging)
     topic = Naming(unique_name).topic("order.created")
     await publish_with(messaging, *(order_created() for _ in range(3)))
     await consume_and_commit(messaging, PAYMENT, topic, 3)
@@ -63,7 +63,7 @@ async def test_on_sqs_a_groups_queue_counts_what_waits_in_it(
     request: pytest.FixtureRequest, unique_name: str
 ) -> None:
     messaging = on_broker("sqs", unique_name, request)
-    settings = OpsSettings(messaging=messaging)
+    settings = OpsSettings(environment="test", messaging=messaging)
     await declare(messaging, NOTIFICATION)
     await publish_with(messaging, *(order_created() for _ in range(3)))
     queue = Naming(unique_name).queue(NOTIFICATION)

@@ -47,6 +47,7 @@ async def test_each_outbox_tells_its_backlog_its_oldest_row_its_schedule_and_wha
     await add_rows(service_databases["order-service"], unsent_ages=[5, 40], scheduled=3, sent=4)
     await add_rows(service_databases["payment-service"], unsent_ages=[], scheduled=0, sent=1)
     settings = OpsSettings(
+        environment="test",
         order_database_url=service_databases["order-service"],
         payment_database_url=service_databases["payment-service"],
         # notification-service has no outbox: its database is never asked.
@@ -72,6 +73,7 @@ async def test_an_empty_outbox_has_no_backlog_and_no_age(
     for service in ("order-service", "payment-service"):
         await create_all(service_databases[service], [messaging_metadata])
     settings = OpsSettings(
+        environment="test",
         order_database_url=service_databases["order-service"],
         payment_database_url=service_databases["payment-service"],
     )

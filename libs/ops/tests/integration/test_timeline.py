@@ -115,6 +115,7 @@ async def seed(urls: dict[str, str]) -> None:
 
 def settings_of(urls: dict[str, str], messaging: MessagingSettings | None = None) -> OpsSettings:
     return OpsSettings(
+        environment="test",
         order_database_url=urls["order-service"],
         payment_database_url=urls["payment-service"],
         notification_database_url=urls["notification-service"],

@@ -49,16 +49,16 @@ def test_the_captured_emails_come_oldest_first_and_newest_keeps_the_last(tmp_pat
     for number in (2, 1, 3):
         receipt_file(tmp_path, f"{number:05d}.eml", subject=f"mail {number}")
     (tmp_path / "provider-faults.json").write_text("{}")
-    settings = OpsSettings(mail_dir=tmp_path)
+    settings = OpsSettings(environment="test", mail_dir=tmp_path)
     assert [m.subject for m in asyncio.run(captured(settings))] == ["mail 1", "mail 2", "mail 3"]
     assert [m.subject for m in asyncio.run(captured(settings, newest=2))] == ["mail 2", "mail 3"]
 
 
 def test_without_a_mail_folder_the_reason_says_which_setting(tmp_path: Path) -> None:
     with pytest.raises(OpsError, match="SHOP_OPS_MAIL_DIR"):
-        asyncio.run(captured(OpsSettings()))
+        asyncio.run(captured(OpsSettings(environment="test")))
     with pytest.raises(OpsError, match="no folder"):
-        asyncio.run(captured(OpsSettings(mail_dir=tmp_path / "missing")))
+        asyncio.run(captured(OpsSettings(environment="test", mail_dir=tmp_path / "missing")))
 
 
 def test_one_captured_email_is_read_by_its_name_and_nothing_outside_the_folder(
@@ -68,7 +68,7 @@ def test_one_captured_email_is_read_by_its_name_and_nothing_outside_the_folder(
     folder.mkdir()
     receipt_file(folder, "00001.eml")
     receipt_file(tmp_path, "outside.eml")
-    settings = OpsSettings(mail_dir=folder)
+    settings = OpsSettings(environment="test", mail_dir=folder)
     found = asyncio.run(captured_named(settings, "00001.eml"))
     assert found is not None
     assert found.pdfs[0].content == b"%PDF-1.4 invoice"

@@ -131,19 +131,26 @@ def test_a_namespace_prefixes_the_documents_names_as_the_transports_do() -> None
 
 
 def test_a_token_is_one_order_service_accepts_for_that_customer() -> None:
-    settings = OpsSettings(jwt_secret=SecretStr("a-key-of-this-test-long-enough-for-hs256"))
+    settings = OpsSettings(
+        environment="test", jwt_secret=SecretStr("a-key-of-this-test-long-enough-for-hs256")
+    )
     token = customer_token(settings, "42", "ayu@example.com", valid_for=timedelta(minutes=5))
     customer = authenticate(
-        OrderSettings(jwt_secret=SecretStr("a-key-of-this-test-long-enough-for-hs256")), token
+        OrderSettings(
+            environment="test", jwt_secret=SecretStr("a-key-of-this-test-long-enough-for-hs256")
+        ),
+        token,
     )
     assert (customer.id, customer.email) == ("42", "ayu@example.com")
 
 
 def test_a_token_carries_the_audience_order_service_checks() -> None:
     key = SecretStr("a-key-of-this-test-long-enough-for-hs256")
-    token = customer_token(OpsSettings(jwt_secret=key, jwt_audience="shop-frontend"), "42", "a@b.c")
-    checking = OrderSettings(jwt_secret=key, jwt_audience="shop-frontend")
+    token = customer_token(
+        OpsSettings(environment="test", jwt_secret=key, jwt_audience="shop-frontend"), "42", "a@b.c"
+    )
+    checking = OrderSettings(environment="test", jwt_secret=key, jwt_audience="shop-frontend")
     assert authenticate(checking, token).id == "42"
-    without = customer_token(OpsSettings(jwt_secret=key), "42", "a@b.c")
+    without = customer_token(OpsSettings(environment="test", jwt_secret=key), "42", "a@b.c")
     with pytest.raises(HTTPException, match="401"):
         authenticate(checking, without)

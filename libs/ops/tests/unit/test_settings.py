@@ -1,9 +1,10 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from shop.ops import settings as ops
 from shop.ops.settings import OpsSettings
@@ -12,7 +13,7 @@ from shop.payment.settings import DEVELOPMENT_MIDTRANS_SERVER_KEY, DEVELOPMENT_W
 
 
 def test_defaults_point_at_a_shop_on_this_machine_with_the_development_secrets() -> None:
-    settings = OpsSettings()
+    settings = OpsSettings(environment="test")
     assert settings.order_api_url == "http://127.0.0.1:8001"
     assert settings.messaging.transport == "kafka"
     assert settings.jwt_secret.get_secret_value() == DEVELOPMENT_JWT_SECRET
@@ -34,7 +35,7 @@ def test_variables_are_read_with_the_prefix_and_nested_with_double_underscores(
     monkeypatch.setenv("SHOP_OPS_MESSAGING__TRANSPORT", "sqs")
     monkeypatch.setenv("SHOP_OPS_MESSAGING__NAMESPACE", "demo")
     monkeypatch.setenv("SHOP_OPS_MESSAGING__SQS__ENDPOINT_URL", "http://127.0.0.1:4566")
-    settings = OpsSettings()
+    settings = OpsSettings(environment="test")
     assert settings.order_api_url == "http://127.0.0.1:18001"
     assert settings.messaging.transport == "sqs"
     assert settings.messaging.namespace == "demo"
@@ -54,7 +55,7 @@ def test_the_env_file_named_by_its_variable_is_read_and_variables_win_over_it(
     )
     monkeypatch.setenv("SHOP_OPS_ENV_FILE", str(env_file))
     monkeypatch.setenv("SHOP_OPS_PAYMENT_API_URL", "http://127.0.0.1:28002")
-    settings = OpsSettings()
+    settings = OpsSettings(environment="test")
     assert settings.order_api_url == "http://127.0.0.1:18001"
     assert settings.payment_api_url == "http://127.0.0.1:28002"
     assert settings.messaging.kafka.bootstrap_servers == "127.0.0.1:19092"
@@ -63,6 +64,7 @@ def test_the_env_file_named_by_its_variable_is_read_and_variables_win_over_it(
 
 def test_each_service_has_its_own_database_and_worker() -> None:
     settings = OpsSettings(
+        environment="test",
         order_database_url="postgresql://o/order",
         payment_database_url="postgresql://p/payment",
         notification_database_url="postgresql://n/notification",
@@ -79,11 +81,63 @@ def test_each_service_has_its_own_database_and_worker() -> None:
 def test_a_transport_the_library_does_not_know_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHOP_OPS_MESSAGING__TRANSPORT", "carrier-pigeon")
     with pytest.raises(ValidationError):
-        OpsSettings()
+        OpsSettings(environment="test")
 
 
 def test_a_broker_address_alone_keeps_the_bus_on_kafka(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHOP_OPS_MESSAGING__KAFKA__BOOTSTRAP_SERVERS", "127.0.0.1:19092")
-    settings = OpsSettings()
+    settings = OpsSettings(environment="test")
     assert settings.messaging.transport == "kafka"
     assert settings.messaging.kafka.bootstrap_servers == "127.0.0.1:19092"
+
+
+def test_without_an_environment_the_settings_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SHOP_OPS_ENVIRONMENT", raising=False)
+    monkeypatch.setenv("SHOP_OPS_ENV_FILE", os.devnull)
+    with pytest.raises(ValidationError, match="SHOP_OPS_ENVIRONMENT must be set"):
+        OpsSettings()
+
+
+def test_the_env_file_make_run_writes_says_where_the_tools_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("SHOP_OPS_ENVIRONMENT", raising=False)
+    env_file = tmp_path / "shop.env"
+    env_file.write_text("SHOP_OPS_ENVIRONMENT=development\n")
+    monkeypatch.setenv("SHOP_OPS_ENV_FILE", str(env_file))
+    assert OpsSettings().environment == "development"
+
+
+def test_production_needs_none_of_the_development_tools_secrets() -> None:
+    # The console runs so: it signs no token and no notification.
+    assert OpsSettings(environment="production").environment == "production"
+
+
+@pytest.mark.parametrize(
+    ("field", "variable"),
+    [
+        ("jwt_secret", "SHOP_OPS_JWT_SECRET"),
+        ("payment_webhook_secret", "SHOP_OPS_PAYMENT_WEBHOOK_SECRET"),
+        ("midtrans_server_key", "SHOP_OPS_MIDTRANS_SERVER_KEY"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("secret", "problem"),
+    [("", "must be set"), ("too-short", "must be at least 32 bytes")],
+)
+def test_production_refuses_a_weak_secret_it_is_given_by_name(
+    field: str, variable: str, secret: str, problem: str
+) -> None:
+    with pytest.raises(ValidationError) as refused:
+        OpsSettings(environment="production", **{field: SecretStr(secret)})
+
+    assert f"{variable} {problem}" in str(refused.value)
+    if secret:
+        assert secret not in str(refused.value)
+
+
+def test_production_refuses_a_development_secret_given_on_purpose() -> None:
+    with pytest.raises(ValidationError, match="SHOP_OPS_JWT_SECRET must not be the development"):
+        OpsSettings(environment="production", jwt_secret=SecretStr(DEVELOPMENT_JWT_SECRET))

@@ -132,6 +132,7 @@ def ops_settings(
     databases: dict[str, str], messaging: MessagingSettings, **more: Any
 ) -> OpsSettings:
     return OpsSettings(
+        environment="test",
         order_database_url=databases["order"],
         payment_database_url=databases["payment"],
         notification_database_url=databases["notification"],

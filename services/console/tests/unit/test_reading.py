@@ -14,7 +14,7 @@ def _field(fields: tuple[SchemaField, ...], name: str) -> SchemaField:
 
 
 def test_every_committed_document_reads_with_its_channels_operations_and_messages() -> None:
-    folder = DocumentFolder(ConsoleSettings().asyncapi_dir)
+    folder = DocumentFolder(ConsoleSettings(environment="test").asyncapi_dir)
 
     services = folder.services()
 
@@ -29,7 +29,9 @@ def test_every_committed_document_reads_with_its_channels_operations_and_message
 
 
 def test_a_messages_payload_is_a_tree_of_fields_through_its_references() -> None:
-    document = DocumentFolder(ConsoleSettings().asyncapi_dir).document("order-service")
+    document = DocumentFolder(ConsoleSettings(environment="test").asyncapi_dir).document(
+        "order-service"
+    )
     created = next(m for m in document.messages if m.name == "order.created.v1.Message")
 
     payload = _field(created.payload, "payload")

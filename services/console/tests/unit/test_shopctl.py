@@ -27,6 +27,20 @@ def logging_left_as_it_was() -> Iterator[None]:
     structlog.configure(**saved)
 
 
+@pytest.fixture(autouse=True)
+def in_development(monkeypatch: pytest.MonkeyPatch) -> None:
+    """shopctl as a developer runs it: ``make run``'s env file says where it runs."""
+    monkeypatch.setenv("SHOP_OPS_ENVIRONMENT", "development")
+
+
+def test_without_its_environment_shopctl_names_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SHOP_OPS_ENVIRONMENT")
+    monkeypatch.setenv("SHOP_OPS_ENV_FILE", "/nonexistent/shop.env")
+    assert "SHOP_OPS_ENVIRONMENT" in one_line_failure(["lag"])
+
+
 @pytest.fixture
 def closed_port() -> int:
     """A port that refuses connections (it was free a moment ago)."""
@@ -72,7 +86,9 @@ def test_a_token_is_printed_alone_for_the_customer_named() -> None:
     result = runner.invoke(app, ["token", "--customer", "42", "--email", "ayu@example.com"])
     assert result.exit_code == 0, result.output
     token = result.stdout.strip()
-    customer = authenticate(OrderSettings(jwt_secret=SecretStr(DEVELOPMENT_JWT_SECRET)), token)
+    customer = authenticate(
+        OrderSettings(environment="test", jwt_secret=SecretStr(DEVELOPMENT_JWT_SECRET)), token
+    )
     assert (customer.id, customer.email) == ("42", "ayu@example.com")
 
 
@@ -84,7 +100,9 @@ def test_a_token_signed_with_a_real_key_must_be_asked_for(
     assert one_line_failure(["token"]).startswith("SHOP_OPS_JWT_SECRET is not the development key")
     asked = runner.invoke(app, ["token", "--real-key"])
     assert asked.exit_code == 0, asked.output
-    assert authenticate(OrderSettings(jwt_secret=SecretStr(real)), asked.stdout.strip())
+    assert authenticate(
+        OrderSettings(environment="test", jwt_secret=SecretStr(real)), asked.stdout.strip()
+    )
 
 
 def test_an_order_api_that_does_not_answer_is_named_with_what_to_do(

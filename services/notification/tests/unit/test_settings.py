@@ -49,11 +49,25 @@ def test_production_on_a_broker_with_a_namespace_starts() -> None:
     )
 
 
+def test_without_an_environment_the_settings_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SHOP_NOTIFICATION_ENVIRONMENT", raising=False)
+    with pytest.raises(ValidationError, match="SHOP_NOTIFICATION_ENVIRONMENT must be set"):
+        NotificationSettings()
+
+
+def test_an_empty_environment_counts_as_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOP_NOTIFICATION_ENVIRONMENT", "")
+    with pytest.raises(ValidationError, match="SHOP_NOTIFICATION_ENVIRONMENT must be set"):
+        NotificationSettings()
+
+
 def test_tracing_is_off_by_default_and_set_by_its_variables(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    assert NotificationSettings().tracing.exporter == "none"
+    assert NotificationSettings(environment="test").tracing.exporter == "none"
     monkeypatch.setenv("SHOP_NOTIFICATION_TRACING__EXPORTER", "file")
     monkeypatch.setenv("SHOP_NOTIFICATION_TRACING__FILE_DIR", str(tmp_path))
-    tracing = NotificationSettings().tracing
+    tracing = NotificationSettings(environment="test").tracing
     assert (tracing.exporter, tracing.file_dir) == ("file", tmp_path)

@@ -1,16 +1,45 @@
-"""Development defaults are refused at start-up in production, all named at once."""
+"""Development defaults and weak secrets are refused at start-up in production, each named
+by its variable and never shown; no process starts without saying where it runs."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import SecretStr, ValidationError
 
 from shop.messaging import MessagingSettings
-from shop.order.settings import OrderSettings
+from shop.order.settings import DEVELOPMENT_JWT_SECRET, OrderSettings
 
 DEPLOYABLE = MessagingSettings(transport="kafka", namespace="prod")
+REAL_SECRET = "r3al-jwt-key-of-production-0123456789"
+PRODUCTION: dict[str, Any] = {
+    "environment": "production",
+    "jwt_secret": SecretStr(REAL_SECRET),
+    "jwt_issuer": "https://id.skincare-shop.example",
+    "jwt_audience": "skincare-shop",
+    "messaging": DEPLOYABLE,
+}
+
+
+def refusal(**changed: Any) -> str:
+    with pytest.raises(ValidationError) as refused:
+        OrderSettings(**(PRODUCTION | changed))
+    return str(refused.value)
+
+
+def test_without_an_environment_the_settings_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("SHOP_ORDER_ENVIRONMENT", raising=False)
+    with pytest.raises(ValidationError, match="SHOP_ORDER_ENVIRONMENT must be set"):
+        OrderSettings()
+
+
+def test_the_environment_is_read_from_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOP_ORDER_ENVIRONMENT", "development")
+    assert OrderSettings().environment == "development"
 
 
 def test_production_with_every_development_default_names_each_one() -> None:
@@ -20,17 +49,43 @@ def test_production_with_every_development_default_names_each_one() -> None:
     named = (
         "SHOP_ORDER_MESSAGING__TRANSPORT is memory",
         "SHOP_ORDER_MESSAGING__NAMESPACE is empty",
-        "SHOP_ORDER_JWT_SECRET must be set outside development",
+        "SHOP_ORDER_JWT_SECRET must not be the development value",
+        "SHOP_ORDER_JWT_ISSUER must be set in production",
+        "SHOP_ORDER_JWT_AUDIENCE must be set in production",
     )
     assert [problem for problem in named if problem not in str(refused.value)] == []
 
 
-def test_production_with_a_real_secret_a_broker_and_a_namespace_starts() -> None:
-    settings = OrderSettings(
-        environment="production", jwt_secret=SecretStr("x" * 32), messaging=DEPLOYABLE
-    )
+def test_the_good_production_configuration_starts() -> None:
+    settings = OrderSettings(**PRODUCTION)
 
     assert settings.messaging.transport == "kafka"
+    assert settings.jwt_leeway_seconds == 30
+
+
+@pytest.mark.parametrize(
+    ("secret", "problem"),
+    [
+        ("", "SHOP_ORDER_JWT_SECRET must be set"),
+        ("x" * 31, "SHOP_ORDER_JWT_SECRET must be at least 32 bytes"),
+        (DEVELOPMENT_JWT_SECRET, "SHOP_ORDER_JWT_SECRET must not be the development value"),
+    ],
+)
+def test_a_weak_jwt_secret_is_refused_by_name_and_never_shown(secret: str, problem: str) -> None:
+    message = refusal(jwt_secret=SecretStr(secret))
+
+    assert problem in message
+    if secret:
+        assert secret not in message
+
+
+def test_thirty_two_bytes_are_counted_as_bytes_not_characters() -> None:
+    assert OrderSettings(**(PRODUCTION | {"jwt_secret": SecretStr("é" * 16)}))
+
+
+@pytest.mark.parametrize("missing", ["jwt_issuer", "jwt_audience"])
+def test_production_checks_the_issuer_and_the_audience(missing: str) -> None:
+    assert f"SHOP_ORDER_{missing.upper()} must be set in production" in refusal(**{missing: None})
 
 
 @pytest.mark.parametrize(
@@ -43,20 +98,20 @@ def test_production_with_a_real_secret_a_broker_and_a_namespace_starts() -> None
 def test_production_refuses_the_memory_transport_and_a_missing_namespace(
     messaging: MessagingSettings, refused: str
 ) -> None:
-    with pytest.raises(ValidationError, match=refused):
-        OrderSettings(environment="production", jwt_secret=SecretStr("x" * 32), messaging=messaging)
+    assert refused in refusal(messaging=messaging)
 
 
 def test_development_and_tests_keep_the_defaults() -> None:
-    assert OrderSettings().messaging.transport == "memory"
+    assert OrderSettings(environment="development").messaging.transport == "memory"
     assert OrderSettings(environment="test").messaging.namespace == ""
+    assert OrderSettings(environment="test", jwt_secret=SecretStr("")).jwt_issuer is None
 
 
 def test_tracing_is_off_by_default_and_set_by_its_variables(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    assert OrderSettings().tracing.exporter == "none"
+    assert OrderSettings(environment="test").tracing.exporter == "none"
     monkeypatch.setenv("SHOP_ORDER_TRACING__EXPORTER", "file")
     monkeypatch.setenv("SHOP_ORDER_TRACING__FILE_DIR", str(tmp_path))
-    tracing = OrderSettings().tracing
+    tracing = OrderSettings(environment="test").tracing
     assert (tracing.exporter, tracing.file_dir) == ("file", tmp_path)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Self
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     DotEnvSettingsSource,
@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from shop.messaging import MessagingSettings
+from shop.messaging.settings import Environment, require_environment, unfit_secret
 
 # The development defaults of order-service and payment-service (their settings'
 # DEVELOPMENT_* constants), spelled out here so that operating the shop installs none of
@@ -54,6 +55,9 @@ class OpsSettings(BaseSettings):
         extra="ignore",
     )
 
+    environment: Environment
+    """No default: the console and ``shopctl`` say where they run (``SHOP_OPS_ENVIRONMENT``;
+    ``make run`` writes ``development`` into its env file)."""
     order_api_url: str = "http://127.0.0.1:8001"
     payment_api_url: str = "http://127.0.0.1:8002"
     console_url: str = "http://127.0.0.1:8003"
@@ -69,6 +73,9 @@ class OpsSettings(BaseSettings):
     """The bus the services run on (``make run``: Kafka, no namespace)."""
     jwt_secret: SecretStr = SecretStr(ORDER_DEVELOPMENT_JWT_SECRET)
     """order-service's key for customer tokens (its ``SHOP_ORDER_JWT_SECRET``)."""
+    jwt_issuer: str | None = None
+    """order-service's ``SHOP_ORDER_JWT_ISSUER``, when it checks one: the ``iss`` of the
+    tokens ``shopctl token`` issues."""
     jwt_audience: str | None = None
     """order-service's ``SHOP_ORDER_JWT_AUDIENCE``, when it checks one: the ``aud`` of the
     tokens ``shopctl token`` issues."""
@@ -91,6 +98,40 @@ class OpsSettings(BaseSettings):
         if isinstance(value, dict) and "transport" not in value:
             return {**value, "transport": "kafka"}
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def environment_given(cls, data: Any) -> Any:
+        return require_environment(data, "SHOP_OPS_ENVIRONMENT")
+
+    @model_validator(mode="after")
+    def fit_for_production(self) -> Self:
+        """Refuse, at start-up, a weak secret given in production. The secrets here only
+        act as the identity provider and the gateway do in development (``shopctl token``,
+        ``shopctl pay``): the console needs none of them, so one left unset keeps its
+        development value, which every service refuses in production."""
+        if self.environment != "production":
+            return self
+        secrets = {
+            "jwt_secret": ("SHOP_OPS_JWT_SECRET", ORDER_DEVELOPMENT_JWT_SECRET),
+            "payment_webhook_secret": (
+                "SHOP_OPS_PAYMENT_WEBHOOK_SECRET",
+                PAYMENT_DEVELOPMENT_WEBHOOK_SECRET,
+            ),
+            "midtrans_server_key": (
+                "SHOP_OPS_MIDTRANS_SERVER_KEY",
+                PAYMENT_DEVELOPMENT_MIDTRANS_SERVER_KEY,
+            ),
+        }
+        problems = [
+            problem
+            for field, (variable, development) in secrets.items()
+            if field in self.model_fields_set
+            and (problem := unfit_secret(variable, getattr(self, field), {development}))
+        ]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
 
     @classmethod
     def settings_customise_sources(

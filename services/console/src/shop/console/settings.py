@@ -5,13 +5,14 @@ by the ``SHOP_OPS_*`` variables of :class:`shop.ops.settings.OpsSettings`."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final, Literal, Self
+from typing import Any, Final, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.console.domain.passwords import PasswordHash
 from shop.contracts.asyncapi import DOCUMENT_DIR
+from shop.messaging.settings import Environment, require_environment, unfit_secret
 
 DEVELOPMENT_ADMIN_USER: Final = "admin"
 DEVELOPMENT_ADMIN_PASSWORD: Final = "console-development-password"
@@ -31,7 +32,8 @@ class ConsoleSettings(BaseSettings):
         extra="ignore",
     )
 
-    environment: Literal["development", "test", "production"] = "development"
+    environment: Environment
+    """No default: every process says where it runs (``SHOP_CONSOLE_ENVIRONMENT``)."""
     host: str = "127.0.0.1"
     port: int = 8003
     admin_user: str = Field(default=DEVELOPMENT_ADMIN_USER, min_length=1)
@@ -68,22 +70,29 @@ class ConsoleSettings(BaseSettings):
         """Captured e-mails exist in development only (a real provider keeps none)."""
         return self.environment == "development"
 
+    @model_validator(mode="before")
+    @classmethod
+    def environment_given(cls, data: Any) -> Any:
+        return require_environment(data, "SHOP_CONSOLE_ENVIRONMENT")
+
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:
         """Refuse, at start-up, the development defaults that must not be deployed."""
         if self.environment != "production":
             return self
         problems = []
-        if self.admin_password_hash.get_secret_value() == DEVELOPMENT_ADMIN_PASSWORD_HASH:
-            problems.append(
-                "SHOP_CONSOLE_ADMIN_PASSWORD_HASH must be set outside development "
-                "(python -m shop.console hash-password)"
-            )
-        secret = self.session_secret.get_secret_value()
-        if secret == DEVELOPMENT_SESSION_SECRET:
-            problems.append("SHOP_CONSOLE_SESSION_SECRET must be set outside development")
-        elif len(secret) < 32:
-            problems.append("SHOP_CONSOLE_SESSION_SECRET must be at least 32 characters")
+        weak_hash = unfit_secret(
+            "SHOP_CONSOLE_ADMIN_PASSWORD_HASH",
+            self.admin_password_hash,
+            {DEVELOPMENT_ADMIN_PASSWORD_HASH},
+        )
+        if weak_hash:
+            problems.append(f"{weak_hash} (python -m shop.console hash-password)")
+        weak_secret = unfit_secret(
+            "SHOP_CONSOLE_SESSION_SECRET", self.session_secret, {DEVELOPMENT_SESSION_SECRET}
+        )
+        if weak_secret:
+            problems.append(weak_secret)
         if not self.secure_cookie:
             problems.append(
                 "SHOP_CONSOLE_SECURE_COOKIE must be true in production: the session "

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 from email.utils import parseaddr
-from typing import Literal, Self
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, Field, FilePath, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings
+from shop.messaging.settings import Environment, require_environment
 from shop.messaging.tracing import TracingSettings
 
 
@@ -77,7 +78,8 @@ class NotificationSettings(BaseSettings):
         extra="ignore",
     )
 
-    environment: Literal["development", "test", "production"] = "development"
+    environment: Environment
+    """No default: every process says where it runs (``SHOP_NOTIFICATION_ENVIRONMENT``)."""
     database_url: str = "postgresql://postgres@127.0.0.1:5432/notification"
     smtp: SmtpSettings = Field(default_factory=SmtpSettings)
     faults: FaultSettings = Field(default_factory=FaultSettings)
@@ -97,6 +99,11 @@ class NotificationSettings(BaseSettings):
     messaging: MessagingSettings = Field(default_factory=MessagingSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     """Spans of the worker (``SHOP_NOTIFICATION_TRACING__EXPORTER``: none, otlp, console, file)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def environment_given(cls, data: Any) -> Any:
+        return require_environment(data, "SHOP_NOTIFICATION_ENVIRONMENT")
 
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:

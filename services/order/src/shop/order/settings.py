@@ -3,12 +3,13 @@ e.g. ``SHOP_ORDER_MESSAGING__TRANSPORT=kafka``)."""
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Any, Self
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings, RelaySettings
+from shop.messaging.settings import Environment, require_environment, unfit_secret
 from shop.messaging.tracing import TracingSettings
 
 DEVELOPMENT_JWT_SECRET = "development-only-secret-do-not-deploy"
@@ -23,11 +24,17 @@ class OrderSettings(BaseSettings):
         extra="ignore",
     )
 
-    environment: Literal["development", "test", "production"] = "development"
+    environment: Environment
+    """No default: every process says where it runs (``SHOP_ORDER_ENVIRONMENT``)."""
     database_url: str = "postgresql://postgres@127.0.0.1:5432/order"
     jwt_secret: SecretStr = SecretStr(DEVELOPMENT_JWT_SECRET)
     """HS256 key of the customers' bearer tokens."""
+    jwt_issuer: str | None = None
+    """The ``iss`` the tokens must carry: the identity provider's (required in production)."""
     jwt_audience: str | None = None
+    """The ``aud`` the tokens must carry: this shop's (required in production)."""
+    jwt_leeway_seconds: float = Field(default=30, ge=0, le=300)
+    """How far the issuer's clock may be off ours when ``exp``, ``iat`` and ``nbf`` are checked."""
     host: str = "127.0.0.1"
     port: int = 8001
     worker_health_host: str = "127.0.0.1"
@@ -48,14 +55,24 @@ class OrderSettings(BaseSettings):
     """Spans of the API and the worker (``SHOP_ORDER_TRACING__EXPORTER``: none, otlp, console,
     file)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def environment_given(cls, data: Any) -> Any:
+        return require_environment(data, "SHOP_ORDER_ENVIRONMENT")
+
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:
         """Refuse, at start-up, the development defaults that must not be deployed."""
         if self.environment != "production":
             return self
         problems = self.messaging.unfit_for_production("SHOP_ORDER_MESSAGING__")
-        if self.jwt_secret.get_secret_value() == DEVELOPMENT_JWT_SECRET:
-            problems.append("SHOP_ORDER_JWT_SECRET must be set outside development")
+        weak = unfit_secret("SHOP_ORDER_JWT_SECRET", self.jwt_secret, {DEVELOPMENT_JWT_SECRET})
+        if weak:
+            problems.append(weak)
+        if not self.jwt_issuer:
+            problems.append("SHOP_ORDER_JWT_ISSUER must be set in production")
+        if not self.jwt_audience:
+            problems.append("SHOP_ORDER_JWT_AUDIENCE must be set in production")
         if problems:
             raise ValueError("; ".join(problems))
         return self

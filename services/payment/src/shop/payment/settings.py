@@ -3,16 +3,27 @@ e.g. ``SHOP_PAYMENT_MESSAGING__TRANSPORT=kafka``)."""
 
 from __future__ import annotations
 
-from typing import Literal, Self
+from typing import Any, Final, Literal, Self
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings, RelaySettings
+from shop.messaging.settings import Environment, require_environment, unfit_secret
 from shop.messaging.tracing import TracingSettings
 
 DEVELOPMENT_WEBHOOK_SECRET = "whsec_development-only-do-not-deploy"
 DEVELOPMENT_MIDTRANS_SERVER_KEY = "SB-Mid-server-development-only"
+DEVELOPMENT_SHOP_GATEWAY_API_KEY = "gwkey_development-only-do-not-deploy"
+MIDTRANS_SANDBOX_KEY_PREFIX: Final = "SB-Mid-"
+"""Midtrans' sandbox keys start so: a sandbox moves no money."""
+MIDTRANS_SANDBOX_API_HOST: Final = "sandbox.midtrans.com"
+
+Gateway = Literal["shop", "midtrans"]
+"""A payment gateway whose notifications the service takes: ``shop`` (the shop's own
+webhook format) or ``midtrans``."""
+GATEWAYS: Final[tuple[Gateway, ...]] = ("shop", "midtrans")
 
 
 class PaymentSettings(BaseSettings):
@@ -24,16 +35,39 @@ class PaymentSettings(BaseSettings):
         extra="ignore",
     )
 
-    environment: Literal["development", "test", "production"] = "development"
+    environment: Environment
+    """No default: every process says where it runs (``SHOP_PAYMENT_ENVIRONMENT``)."""
     database_url: str = "postgresql://postgres@127.0.0.1:5432/payment"
+    gateways: list[Gateway] = Field(default_factory=lambda: list(GATEWAYS), min_length=1)
+    """The gateways this shop takes payments through (a JSON list): only their webhook
+    routes are served, and only their secrets are required. Both by default; production
+    names its own."""
     webhook_secrets: list[SecretStr] = Field(
-        default_factory=lambda: [SecretStr(DEVELOPMENT_WEBHOOK_SECRET)], min_length=1
+        default_factory=lambda: [SecretStr(DEVELOPMENT_WEBHOOK_SECRET)]
     )
     """HMAC keys of the shop's own webhook format, all accepted: during a rotation the
     gateway signs with the new one while the old one is still listed (a JSON list)."""
     signature_tolerance_seconds: float = Field(default=300, gt=0)
     """How far a signature's time may be from now before it counts as a replay."""
     midtrans_server_key: SecretStr = SecretStr(DEVELOPMENT_MIDTRANS_SERVER_KEY)
+    """Midtrans' server key: checks its notifications' signatures and calls its API."""
+    midtrans_api_url: str = "https://api.sandbox.midtrans.com"
+    """Midtrans' Core API (status, refunds); production's is ``https://api.midtrans.com``."""
+    shop_gateway_api_url: str = "http://127.0.0.1:8004"
+    """The shop-format gateway's API (a payment's status, refunds)."""
+    shop_gateway_api_key: SecretStr = SecretStr(DEVELOPMENT_SHOP_GATEWAY_API_KEY)
+    """The key this service calls the shop-format gateway's API with."""
+    gateway_timeout_seconds: float = Field(default=10, gt=0)
+    """How long one call to a gateway's API may take before it counts as failed."""
+    payment_window_seconds: float = Field(default=1800, gt=0)
+    """An order not paid this long after its checkout expires."""
+    expiry_grace_seconds: float = Field(default=60, ge=0)
+    """How long past the window a pending payment waits for notifications in flight before
+    it expires."""
+    reconcile_interval_seconds: float = Field(default=300, gt=0)
+    """How often the worker holds its payments against the gateways' records."""
+    reconcile_lookback_seconds: float = Field(default=7 * 24 * 3600, gt=0)
+    """How far back a reconciliation looks for payments to check."""
     host: str = "127.0.0.1"
     port: int = 8002
     worker_health_host: str = "127.0.0.1"
@@ -52,17 +86,71 @@ class PaymentSettings(BaseSettings):
     """Spans of the API and the worker (``SHOP_PAYMENT_TRACING__EXPORTER``: none, otlp, console,
     file)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def environment_given(cls, data: Any) -> Any:
+        return require_environment(data, "SHOP_PAYMENT_ENVIRONMENT")
+
+    @model_validator(mode="after")
+    def shop_format_has_a_secret(self) -> Self:
+        # Anywhere: with no key, every notification of the shop's format would be refused.
+        if "shop" in self.gateways and not self.webhook_secrets:
+            raise ValueError("SHOP_PAYMENT_WEBHOOK_SECRETS must list at least one secret")
+        return self
+
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:
-        """Refuse, at start-up, the development defaults that must not be deployed."""
+        """Refuse, at start-up, the development defaults that must not be deployed; a
+        gateway that is off needs none of its settings."""
         if self.environment != "production":
             return self
         problems = self.messaging.unfit_for_production("SHOP_PAYMENT_MESSAGING__")
-        secrets = [secret.get_secret_value() for secret in self.webhook_secrets]
-        if DEVELOPMENT_WEBHOOK_SECRET in secrets:
-            problems.append("SHOP_PAYMENT_WEBHOOK_SECRETS must not list the development secret")
-        if self.midtrans_server_key.get_secret_value() == DEVELOPMENT_MIDTRANS_SERVER_KEY:
-            problems.append("SHOP_PAYMENT_MIDTRANS_SERVER_KEY must be set outside development")
+        if "gateways" not in self.model_fields_set:
+            problems.append(
+                'SHOP_PAYMENT_GATEWAYS must be set in production (a JSON list: "shop", "midtrans")'
+            )
+        if "shop" in self.gateways:
+            problems += self._shop_format_problems()
+        if "midtrans" in self.gateways:
+            problems += self._midtrans_problems()
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    def _shop_format_problems(self) -> list[str]:
+        # Each entry by its place in the list: the refusal shows which, never what.
+        found = [
+            unfit_secret(f"SHOP_PAYMENT_WEBHOOK_SECRETS[{i}]", secret, {DEVELOPMENT_WEBHOOK_SECRET})
+            for i, secret in enumerate(self.webhook_secrets)
+        ]
+        found.append(
+            unfit_secret(
+                "SHOP_PAYMENT_SHOP_GATEWAY_API_KEY",
+                self.shop_gateway_api_key,
+                {DEVELOPMENT_SHOP_GATEWAY_API_KEY},
+            )
+        )
+        return [problem for problem in found if problem]
+
+    def _midtrans_problems(self) -> list[str]:
+        problems = []
+        key = self.midtrans_server_key
+        weak = unfit_secret(
+            "SHOP_PAYMENT_MIDTRANS_SERVER_KEY", key, {DEVELOPMENT_MIDTRANS_SERVER_KEY}
+        )
+        if weak:
+            problems.append(weak)
+        elif key.get_secret_value().startswith(MIDTRANS_SANDBOX_KEY_PREFIX):
+            problems.append(
+                f"SHOP_PAYMENT_MIDTRANS_SERVER_KEY is a sandbox key "
+                f"({MIDTRANS_SANDBOX_KEY_PREFIX}…): production takes the production key"
+            )
+        url = urlsplit(self.midtrans_api_url)
+        if url.scheme != "https":
+            problems.append("SHOP_PAYMENT_MIDTRANS_API_URL must be an https:// URL")
+        if MIDTRANS_SANDBOX_API_HOST in (url.hostname or ""):
+            problems.append(
+                "SHOP_PAYMENT_MIDTRANS_API_URL is Midtrans' sandbox: production calls "
+                "https://api.midtrans.com"
+            )
+        return problems
