@@ -24,4 +24,5 @@ def customer_token(
         email,
         valid_for=valid_for,
         audience=settings.jwt_audience,
+        issuer=settings.jwt_issuer,
     )

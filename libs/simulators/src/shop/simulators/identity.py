@@ -1,7 +1,7 @@
 """The shop's identity provider, for development and tests: it issues the customer tokens
 order-service checks (a JWT signed with HS256; ``sub`` the customer's id, ``email`` their
-address, ``iat`` and ``exp``, and ``aud`` when the service expects one). In production the
-real identity provider issues them and nothing in the shop signs a token."""
+address, ``iat`` and ``exp``, and ``iss`` and ``aud`` when the service expects them). In
+production the real identity provider issues them and nothing in the shop signs a token."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ def issue_token(
     *,
     valid_for: timedelta,
     audience: str | None = None,
+    issuer: str | None = None,
 ) -> str:
     """A bearer token naming the customer ``customer_id`` at ``email``, signed with
     ``secret`` (order-service's ``SHOP_ORDER_JWT_SECRET``) and valid for ``valid_for``."""
@@ -32,4 +33,6 @@ def issue_token(
     }
     if audience is not None:
         claims["aud"] = audience
+    if issuer is not None:
+        claims["iss"] = issuer
     return jwt.encode(claims, secret, algorithm=ALGORITHM)

@@ -1,6 +1,9 @@
 """Customers authenticate with a bearer JWT (HS256) that the shop's identity provider
-issues: ``sub`` is the customer id, ``email`` their address, ``exp`` required, ``aud`` when
-``SHOP_ORDER_JWT_AUDIENCE`` is set. This service only checks tokens; it issues none."""
+issues: ``sub`` is the customer id, ``email`` their address, ``exp`` required; ``iss`` and
+``aud`` required and checked when ``SHOP_ORDER_JWT_ISSUER`` and ``SHOP_ORDER_JWT_AUDIENCE``
+are set (production sets both), so that a token the same key signed for another service or
+by another issuer is refused. ``exp``, ``iat`` and ``nbf`` allow the issuer's clock to be
+``SHOP_ORDER_JWT_LEEWAY_SECONDS`` off ours. This service only checks tokens; it issues none."""
 
 from __future__ import annotations
 
@@ -20,6 +23,15 @@ def _unauthorized(detail: str) -> HTTPException:
     return HTTPException(status_code=401, detail=detail)
 
 
+def _required_claims(settings: OrderSettings) -> list[str]:
+    required = ["sub", "exp"]
+    if settings.jwt_issuer is not None:
+        required.append("iss")
+    if settings.jwt_audience is not None:
+        required.append("aud")
+    return required
+
+
 def authenticate(settings: OrderSettings, token: str) -> Customer:
     """The customer ``token`` names, or a 401 saying what is wrong with it."""
     try:
@@ -28,7 +40,9 @@ def authenticate(settings: OrderSettings, token: str) -> Customer:
             settings.jwt_secret.get_secret_value(),
             algorithms=[ALGORITHM],
             audience=settings.jwt_audience,
-            options={"require": ["sub", "exp"]},
+            issuer=settings.jwt_issuer,
+            leeway=settings.jwt_leeway_seconds,
+            options={"require": _required_claims(settings)},
         )
     except jwt.ExpiredSignatureError as error:
         raise _unauthorized("the token has expired") from error
