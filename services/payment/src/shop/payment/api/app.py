@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
+from typing import Any, Final
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
+from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry
 
 from shop.payment.api import health, problems, webhooks
 from shop.payment.ports import WebhookStore
-from shop.payment.settings import PaymentSettings
+from shop.payment.settings import Gateway, PaymentSettings
 from shop.web.guards import BodyLimit
 from shop.web.metrics import HttpMetrics
 from shop.web.tracing import request_telemetry
@@ -20,6 +22,27 @@ Payment gateways' webhooks for the skincare shop. Each notification is verified,
 and answered `200` at once; a worker applies the payment afterwards. Every error is an
 `application/problem+json` document that names the problem.
 """
+
+
+GATEWAY_ROUTES: Final[Mapping[Gateway, Callable[..., Any]]] = {
+    "shop": webhooks.shop_webhook,
+    "midtrans": webhooks.midtrans_webhook,
+}
+"""The webhook route of each gateway, served only when the gateway is on."""
+
+
+def webhook_routes(gateways: Collection[Gateway]) -> APIRouter:
+    """The webhook routes of the gateways that are on: a gateway the shop does not use
+    exposes nothing (its path answers 404 and the OpenAPI document leaves it out), so no
+    one can probe a route whose secret nobody configured."""
+    off = {GATEWAY_ROUTES[gateway] for gateway in GATEWAY_ROUTES if gateway not in gateways}
+    served = APIRouter()
+    served.routes.extend(
+        route
+        for route in webhooks.router.routes
+        if not (isinstance(route, APIRoute) and route.endpoint in off)
+    )
+    return served
 
 
 def create_app(
@@ -48,7 +71,7 @@ def create_app(
     app.state.settings = settings
     app.state.store = store
     app.state.registry = registry
-    routers = (webhooks.router, health.router)
+    routers = (webhook_routes(settings.gateways), health.router)
     for router in routers:
         app.include_router(router)
     problems.install(app, routers)
