@@ -55,6 +55,15 @@ ENV PATH=/app/.venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     HOME=/tmp
 
+# The settings have no default environment: a process must be told where it runs. The
+# image says production, so that a container started bare refuses every development secret
+# and weak key; compose and the manifests say it themselves (make run: development).
+ENV SHOP_ORDER_ENVIRONMENT=production \
+    SHOP_PAYMENT_ENVIRONMENT=production \
+    SHOP_NOTIFICATION_ENVIRONMENT=production \
+    SHOP_CONSOLE_ENVIRONMENT=production \
+    SHOP_OPS_ENVIRONMENT=production
+
 WORKDIR /app
 USER 10001:10001
 CMD ["shopctl", "--help"]

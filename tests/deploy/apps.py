@@ -27,7 +27,8 @@ METHODS = ("GET", "POST")
 @functools.cache
 def _app(module: str, settings: type[BaseSettings]) -> FastAPI:
     """``python -m module``'s app: its package's ``app.create_app`` with the settings'
-    defaults, and no adapters (a route that needs one fails with 500, not 404)."""
+    development defaults (every gateway's route, for one), and no adapters (a route that
+    needs one fails with 500, not 404)."""
     create_app = importlib.import_module(f"{module}.app").create_app
     parameters = list(inspect.signature(create_app).parameters.values())[1:]
     adapters = [
@@ -36,7 +37,7 @@ def _app(module: str, settings: type[BaseSettings]) -> FastAPI:
         if p.default is inspect.Parameter.empty and p.kind is not p.KEYWORD_ONLY
     ]
     with environment({}):
-        defaults = settings()
+        defaults = settings(environment="development")
     app: FastAPI = create_app(defaults, *adapters)
     return app
 

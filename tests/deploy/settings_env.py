@@ -165,3 +165,18 @@ def messaging_of(instance: BaseModel) -> MessagingSettings:
     if not isinstance(messaging, MessagingSettings):
         raise TypeError(f"{type(instance).__name__} has no bus settings")
     return messaging
+
+
+def environment_variable(settings: type[BaseSettings]) -> str:
+    """The variable that says where a process of these settings runs (it has no default)."""
+    return f"{_prefix(settings)[0]}ENVIRONMENT".upper()
+
+
+def unnamed_environments(
+    env: Mapping[str, object], classes: typing.Iterable[type[BaseSettings]]
+) -> list[str]:
+    """The environment variables of ``classes`` that ``env`` leaves unset or empty: the
+    deployment file must say it, not the image's default nor nothing."""
+    return sorted(
+        variable for variable in map(environment_variable, classes) if not env.get(variable)
+    )

@@ -43,6 +43,7 @@ from .settings_env import (
     secret_variables,
     stand_in,
     unknown_variables,
+    unnamed_environments,
 )
 from .settings_env import load as load_settings
 from .shop_k8s import bus_of, keyword_constant
@@ -310,6 +311,23 @@ def test_only_the_shop_s_processes_get_its_variables(variant: Variant) -> None:
     assert {name: found for name, found in strays.items() if found} == {}
 
 
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+def test_every_process_says_its_environment(variant: Variant) -> None:
+    unsaid = {
+        name: unnamed_environments(environment(service), settings_classes(process))
+        for name, process, service in _services_of(variant)
+    }
+
+    assert {name: found for name, found in unsaid.items() if found} == {}
+
+
+def test_a_process_that_does_not_say_its_environment_is_caught() -> None:
+    _, process, service = next(s for s in _services_of(VARIANTS[0]) if s[0] == "console")
+    env = {k: v for k, v in environment(service).items() if k != "SHOP_OPS_ENVIRONMENT"}
+
+    assert unnamed_environments(env, settings_classes(process)) == ["SHOP_OPS_ENVIRONMENT"]
+
+
 def test_a_misspelt_variable_is_caught() -> None:
     _, process, service = next(s for s in _services_of(VARIANTS[0]) if s[0] == "order-api")
     env = {**environment(service), "SHOP_ORDER_DATABSE_URL": "postgresql://x@db/shop"}
@@ -445,7 +463,12 @@ def test_in_production_the_example_secrets_are_refused(variant: Variant) -> None
 def test_in_production_with_real_secrets_every_process_starts(variant: Variant) -> None:
     real = {name: stand_in(name) for name in _secret_inputs(variant)}
     services = _services_of(
-        variant, SHOP_ENVIRONMENT="production", SHOP_CONSOLE_SECURE_COOKIE="true", **real
+        variant,
+        SHOP_ENVIRONMENT="production",
+        SHOP_CONSOLE_SECURE_COOKIE="true",
+        # Midtrans itself, not its sandbox (which production refuses).
+        SHOP_MIDTRANS_API_URL="https://api.midtrans.com",
+        **real,
     )
 
     assert real, "no secret comes from .env"

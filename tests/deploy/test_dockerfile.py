@@ -4,6 +4,7 @@ stage per process kind whose command exists."""
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,9 @@ from packaging.specifiers import SpecifierSet
 
 from .dockerfile import Dockerfile
 from .entry_points import command_problems
+from .processes import SHOPCTL_SETTINGS, processes
 from .repository import DOCKERFILE, DOCKERIGNORE, MAKEFILE, ROOT
+from .settings_env import environment_variable
 
 
 def hadolint() -> str:
@@ -173,6 +176,27 @@ def test_the_image_python_satisfies_the_workspace() -> None:
     # The environment is built on the same Python the runtime stage runs.
     assert Dockerfile.read(DOCKERFILE).stages["build"].base == "${PYTHON_IMAGE}"
     assert Dockerfile.read(DOCKERFILE).stages["runtime"].base == "${PYTHON_IMAGE}"
+
+
+def image_env(dockerfile: Dockerfile, stage: str = "runtime") -> dict[str, str]:
+    """The variables the stage's ENV instructions set (``NAME=value`` pairs)."""
+    pairs = [
+        word
+        for instruction in dockerfile.stages[stage].instructions
+        if instruction.keyword == "ENV"
+        for word in shlex.split(instruction.arguments)
+    ]
+    return dict(pair.partition("=")[::2] for pair in pairs)
+
+
+def test_the_image_runs_every_process_as_production_unless_told(dockerfile: Dockerfile) -> None:
+    env = image_env(dockerfile)
+    classes = {cls for process in processes(dockerfile).values() for cls in process.settings}
+    variables = {environment_variable(cls) for cls in classes | set(SHOPCTL_SETTINGS)}
+
+    assert {variable: env.get(variable) for variable in variables} == dict.fromkeys(
+        variables, "production"
+    )
 
 
 def test_the_runtime_takes_the_environment_and_nothing_of_the_source(

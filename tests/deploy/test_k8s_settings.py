@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from .manifests import Manifest, container_env, containers, pod_spec, workloads
 from .manifests import named as named_object
-from .settings_env import loopback_defaults, unknown_variables
+from .settings_env import loopback_defaults, unknown_variables, unnamed_environments
 from .shop_k8s import Running, shop_containers
 
 
@@ -79,6 +79,30 @@ def test_a_shop_variable_given_to_another_container_is_caught(objects: list[Mani
     )
 
     assert strays(changed) == ["order-api/sidecar: SHOP_ORDER_PORT"]
+
+
+def unsaid(objects: list[Manifest]) -> dict[str, list[str]]:
+    found = {
+        r.name: unnamed_environments(r.env, r.process.settings) for r in shop_containers(objects)
+    }
+    return {name: variables for name, variables in found.items() if variables}
+
+
+def test_every_container_says_its_environment(objects: list[Manifest]) -> None:
+    assert unsaid(objects) == {}
+
+
+def test_a_container_that_does_not_say_its_environment_is_caught(
+    objects: list[Manifest],
+) -> None:
+    changed = copy.deepcopy(objects)
+    worker = pod_spec(named_object(changed, "Deployment", "notification-worker"))
+    worker["containers"][0].pop("envFrom")
+    worker["containers"][0]["env"].append({"name": "SHOP_NOTIFICATION_ENVIRONMENT", "value": ""})
+
+    assert unsaid(changed) == {
+        "notification-worker/notification-worker": ["SHOP_NOTIFICATION_ENVIRONMENT"]
+    }
 
 
 def test_every_process_would_start_in_production(objects: list[Manifest]) -> None:

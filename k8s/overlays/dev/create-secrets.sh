@@ -34,7 +34,8 @@ $kubectl create secret generic order-service-secrets \
 $kubectl create secret generic payment-service-secrets \
     --from-literal=database-url="$(url shop_payment "$payment" shop_payment)" \
     --from-literal=webhook-secrets="[\"whsec_$(random)\"]" \
-    --from-literal=midtrans-server-key="$(random)"
+    --from-literal=midtrans-server-key="$(random)" \
+    --from-literal=shop-gateway-api-key="$(random)"
 $kubectl create secret generic notification-service-secrets \
     --from-literal=database-url="$(url shop_notification "$notification" shop_notification)"
 $kubectl create secret generic console-secrets \
