@@ -86,8 +86,11 @@ def test_no_leeway_means_an_expired_token_is_refused_at_once() -> None:
     assert refusal(strict, token(exp=int(time.time()) - 2)) == "the token has expired"
 
 
-def test_without_an_issuer_or_audience_set_neither_is_required() -> None:
-    lenient = OrderSettings(environment="development", jwt_secret=SecretStr(KEY))
+@pytest.mark.parametrize("unset", [None, ""])
+def test_without_an_issuer_or_audience_set_neither_is_required(unset: str | None) -> None:
+    lenient = OrderSettings(
+        environment="development", jwt_secret=SecretStr(KEY), jwt_issuer=unset, jwt_audience=unset
+    )
     assert authenticate(lenient, token(iss=None, aud=None)).id == "cust_ayu"
 
 

@@ -25,9 +25,9 @@ def _unauthorized(detail: str) -> HTTPException:
 
 def _required_claims(settings: OrderSettings) -> list[str]:
     required = ["sub", "exp"]
-    if settings.jwt_issuer is not None:
+    if settings.jwt_issuer:
         required.append("iss")
-    if settings.jwt_audience is not None:
+    if settings.jwt_audience:
         required.append("aud")
     return required
 
@@ -39,8 +39,9 @@ def authenticate(settings: OrderSettings, token: str) -> Customer:
             token,
             settings.jwt_secret.get_secret_value(),
             algorithms=[ALGORITHM],
-            audience=settings.jwt_audience,
-            issuer=settings.jwt_issuer,
+            # An empty setting (a variable set to nothing) checks nothing, as an unset one.
+            audience=settings.jwt_audience or None,
+            issuer=settings.jwt_issuer or None,
             leeway=settings.jwt_leeway_seconds,
             options={"require": _required_claims(settings)},
         )
