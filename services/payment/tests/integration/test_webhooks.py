@@ -178,7 +178,7 @@ async def test_a_replayed_or_future_timestamp_is_401_naming_the_tolerance(
 @pytest.mark.parametrize(
     ("payload", "field"),
     [
-        ({**paid(), "type": "payment.refunded"}, "body.type"),
+        ({**paid(), "type": "payment.disputed"}, "body.type"),
         ({k: v for k, v in paid().items() if k != "data"}, "body.data"),
         (paid(amount=-1), "body.data.amount"),
         (paid(order_id="not-an-order"), "body.data.order_id"),
@@ -235,6 +235,37 @@ async def test_midtrans_pending_then_settlement_twice_keeps_two_events_and_queue
         ("midtrans", f"{transaction}:settlement"),
     ]
     assert [c.provider for c in await commands(sessions)] == ["midtrans", "midtrans"]
+
+
+@pytest.mark.parametrize(
+    "status", ["authorize", "chargeback", "partial_chargeback", "refund", "partial_refund"]
+)
+async def test_every_status_midtrans_documents_is_taken(
+    client: httpx.AsyncClient, sessions: Sessions, status: str
+) -> None:
+    answer = await client.post(
+        "/v1/payments/webhooks/midtrans",
+        **midtrans_request(settlement(status, status_code="200")),
+    )
+
+    assert answer.status_code == 200, answer.text
+    [(_, event_id, _)] = await stored(sessions)
+    assert event_id.startswith(f"9aed5972-5b6a-401e-894b-a32c91ed1a3a:{status}")
+
+
+async def test_two_partial_refunds_of_one_transaction_are_two_events_and_a_repeat_is_one(
+    client: httpx.AsyncClient, sessions: Sessions
+) -> None:
+    first = settlement("partial_refund", status_code="200", refund_amount="50000.00")
+    second = settlement("partial_refund", status_code="200", refund_amount="70000.00")
+
+    answers = [
+        await client.post("/v1/payments/webhooks/midtrans", **midtrans_request(body))
+        for body in (first, second, first)
+    ]
+
+    assert [a.json()["repeat"] for a in answers] == [False, False, True]
+    assert len(await stored(sessions)) == 2
 
 
 async def test_a_wrong_midtrans_signature_key_is_401_and_stores_nothing(
