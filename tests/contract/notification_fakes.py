@@ -3,10 +3,9 @@ record of what was sent."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-from shop.notification.domain.kinds import NotificationKind
+from shop.notification.domain.kinds import NotificationKey
 from shop.notification.ports import Email
 
 
@@ -20,13 +19,13 @@ class AcceptingProvider:
 
 class SentLog:
     def __init__(self) -> None:
-        self.marks: dict[tuple[uuid.UUID, NotificationKind], dict[str, Any]] = {}
+        self.marks: dict[NotificationKey, dict[str, Any]] = {}
 
-    async def already_sent(self, order_id: uuid.UUID, kind: NotificationKind) -> bool:
-        return (order_id, kind) in self.marks
+    async def already_sent(self, key: NotificationKey) -> bool:
+        return key in self.marks
 
-    async def mark_sent(self, order_id: uuid.UUID, kind: NotificationKind, **facts: Any) -> bool:
-        if (order_id, kind) in self.marks:
+    async def mark_sent(self, key: NotificationKey, **facts: Any) -> bool:
+        if key in self.marks:
             return False
-        self.marks[(order_id, kind)] = facts
+        self.marks[key] = facts
         return True

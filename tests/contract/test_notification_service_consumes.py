@@ -18,7 +18,7 @@ from pact import match
 from shop.contracts import OrderCancelled, OrderCreated, OrderPaid
 from shop.messaging import Router
 from shop.notification.domain.invoice import InvoiceRenderer
-from shop.notification.domain.kinds import NotificationKind
+from shop.notification.domain.kinds import NotificationKey, NotificationKind
 from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
 from shop.notification.handlers import build_router
 from shop.notification.service_layer.notifier import Notifier
@@ -106,7 +106,7 @@ def test_an_order_placed_gets_its_confirmation_email_to_the_customer() -> None:
     assert email.to == CUSTOMER_EMAIL
     assert email.subject == f"Order {ORDER_NUMBER} confirmed"
     assert "Rp 178.000" in email.text
-    mark = sent_log.marks[(uuid.UUID(ORDER_ID), NotificationKind.ORDER_CONFIRMATION)]
+    mark = sent_log.marks[NotificationKey(uuid.UUID(ORDER_ID), NotificationKind.ORDER_CONFIRMATION)]
     assert mark["event_id"] == uuid.UUID(EVENT_ID)
 
 

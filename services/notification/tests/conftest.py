@@ -105,11 +105,16 @@ def order_event() -> OrderEvent:
 
 @pytest.fixture
 def recorded(sessions: async_sessionmaker[AsyncSession]) -> Callable[[], Any]:
-    """The rows of ``order_notifications``: (order_id, kind) of each e-mail marked sent."""
+    """The rows of ``order_notifications``: (order_id, kind) of each e-mail marked sent, or
+    (order_id, kind, reference) with ``references=True``."""
 
-    async def rows() -> list[tuple[uuid.UUID, str]]:
-        query = select(order_notifications.c.order_id, order_notifications.c.kind)
+    async def rows(*, references: bool = False) -> list[tuple[Any, ...]]:
+        table = order_notifications.c
+        query = select(table.order_id, table.kind, table.reference)
         async with sessions() as session:
-            return [(row.order_id, row.kind) for row in await session.execute(query)]
+            return [
+                (row.order_id, row.kind, row.reference) if references else (row.order_id, row.kind)
+                for row in await session.execute(query)
+            ]
 
     return rows

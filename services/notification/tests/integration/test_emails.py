@@ -8,7 +8,8 @@ from typing import Any
 
 import pypdf
 
-from shop.contracts import OrderCancelled, OrderCreated, OrderPaid
+from shop.contracts import OrderCancelled, OrderCreated, OrderPaid, OrderPaymentReversed
+from shop.contracts.payments import ReversalKind
 from shop.devstack import SmtpSink
 from shop.messaging import DeadLetters
 from shop.messaging.testing import eventually, running
@@ -71,6 +72,75 @@ async def test_each_order_event_becomes_its_email_with_the_invoice_on_the_receip
             (created.payload.order_id, "order_confirmation"),
             (paid.payload.order_id, "payment_receipt"),
             (cancelled.payload.order_id, "order_cancellation"),
+        ]
+    )
+
+
+async def test_each_reversal_of_a_payment_gets_its_own_email_once(
+    notification_settings: NotificationSettings,
+    bus: Any,
+    order_event: Any,
+    smtp_sink: SmtpSink,
+    recorded: Any,
+) -> None:
+    first = order_event(
+        OrderPaymentReversed,
+        reference="RF-1",
+        amount=100000,
+        reversed_total=100000,
+        status="partially_refunded",
+    )
+    order = first.payload
+    facts = {"order_id": order.order_id, "order_number": order.order_number}
+    second = order_event(
+        OrderPaymentReversed,
+        **facts,
+        reference="RF-2",
+        amount=150000,
+        reversed_total=250000,
+        status="refunded",
+    )
+    chargeback = order_event(
+        OrderPaymentReversed,
+        kind=ReversalKind.CHARGEBACK,
+        reference="CB-1",
+        amount=250000,
+        reversed_total=250000,
+        status="charged_back",
+    )
+    worker = build_worker(notification_settings, health_port=0)
+    async with running(worker):
+        await bus.publish(first, second, chargeback)
+        await smtp_sink.wait_for_async(3, within=60)
+        # Each again: recorded, so nothing more is sent.
+        await bus.publish(first, second, chargeback)
+
+        async def all_six_handled() -> bool:
+            return counted(worker, "messaging_consumed") == 6
+
+        await eventually(all_six_handled, within=30, what="six deliveries handled")
+
+    assert len(smtp_sink.messages) == 3
+    by_id = {mail.message["Message-ID"]: mail for mail in smtp_sink.messages}
+    domain = "skincare-shop.example"
+    partial = by_id[f"<payment_reversal.{order.order_id}.RF-1@{domain}>"]
+    completing = by_id[f"<payment_reversal.{order.order_id}.RF-2@{domain}>"]
+    charged_back = by_id[f"<payment_reversal.{chargeback.payload.order_id}.CB-1@{domain}>"]
+    assert partial.subject == f"Partial refund for order {order.order_number}"
+    assert "We have refunded Rp 100.000 of your payment" in partial.text_body()
+    assert "Rp 100.000 has been refunded so far" in partial.text_body()
+    assert completing.subject == f"Refund for order {order.order_number} completed"
+    assert "Rp 250.000 has been refunded so far" in completing.text_body()
+    assert "Your bank has reversed your payment of Rp 250.000" in charged_back.text_body()
+    assert "on hold" in charged_back.html_body()
+    for mail in (partial, completing, charged_back):
+        assert mail.rcpt_to == ("ayu@example.com",)
+        assert mail.attachments() == []
+    assert sorted(await recorded(references=True)) == sorted(
+        [
+            (order.order_id, "payment_reversal", "RF-1"),
+            (order.order_id, "payment_reversal", "RF-2"),
+            (chargeback.payload.order_id, "payment_reversal", "CB-1"),
         ]
     )
 

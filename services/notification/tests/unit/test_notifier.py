@@ -3,6 +3,7 @@ recorded, and how each failure is reported to the messaging pipeline."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -10,11 +11,11 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from shop.contracts import Contract, OrderCreated, OrderPaid, wrap
+from shop.contracts import Contract, OrderCreated, OrderPaid, OrderPaymentReversed, wrap
 from shop.contracts.examples import examples
 from shop.messaging import MessageContext, PermanentError, TransientError
 from shop.notification.domain.invoice import InvoiceRenderer
-from shop.notification.domain.kinds import NotificationKind
+from shop.notification.domain.kinds import NotificationKey, NotificationKind
 from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
 from shop.notification.ports import Email, EmailRejected, EmailUnavailable
 from shop.notification.service_layer.notifier import Notifier
@@ -35,17 +36,17 @@ class Provider:
 
 class SentLog:
     def __init__(self, *, racing: bool = False) -> None:
-        self.marks: dict[tuple[uuid.UUID, NotificationKind], dict[str, Any]] = {}
+        self.marks: dict[NotificationKey, dict[str, Any]] = {}
         self.racing = racing
         """Someone else marks the same e-mail between our check and our mark."""
 
-    async def already_sent(self, order_id: uuid.UUID, kind: NotificationKind) -> bool:
-        return (order_id, kind) in self.marks
+    async def already_sent(self, key: NotificationKey) -> bool:
+        return key in self.marks
 
-    async def mark_sent(self, order_id: uuid.UUID, kind: NotificationKind, **facts: Any) -> bool:
-        if self.racing or (order_id, kind) in self.marks:
+    async def mark_sent(self, key: NotificationKey, **facts: Any) -> bool:
+        if self.racing or key in self.marks:
             return False
-        self.marks[(order_id, kind)] = facts
+        self.marks[key] = facts
         return True
 
 
@@ -78,7 +79,7 @@ async def test_the_email_is_sent_then_marked_and_a_redelivery_sends_nothing() ->
     [email] = provider.sent
     assert email.to == "ayu@example.com"
     assert email.message_id == f"<order_confirmation.{CREATED.order_id}@shop.example>"
-    mark = sent_log.marks[(CREATED.order_id, NotificationKind.ORDER_CONFIRMATION)]
+    mark = sent_log.marks[NotificationKey(CREATED.order_id, NotificationKind.ORDER_CONFIRMATION)]
     assert mark == {
         "recipient": "ayu@example.com",
         "message_id": email.message_id,
@@ -136,3 +137,104 @@ async def test_two_sends_racing_for_one_mark_are_logged_as_a_duplicate() -> None
     [warning] = [entry for entry in logs if entry["log_level"] == "warning"]
     assert warning["event"] == "e-mail sent twice"
     assert warning["message_id"].startswith("<order_confirmation.")
+
+
+REVERSED = examples()[OrderPaymentReversed]
+
+
+def reversal(reference: str, **changes: Any) -> OrderPaymentReversed:
+    return OrderPaymentReversed.model_validate(
+        {**REVERSED.model_dump(), "reference": reference, **changes}
+    )
+
+
+async def test_each_reversal_gets_its_notice_once_however_often_it_is_delivered() -> None:
+    provider, sent_log = Provider(), SentLog()
+    first = reversal("RF-1", amount=100000, reversed_total=100000)
+    second = reversal("RF-2", amount=50000, reversed_total=150000)
+
+    for event in (first, second, first, second):
+        await notifier(provider, sent_log).tell_of_reversal(event, context_of(event))
+
+    assert [email.subject for email in provider.sent] == [
+        "Partial refund for order SK-7KQ4-M2XD",
+        "Partial refund for order SK-7KQ4-M2XD",
+    ]
+    assert "Rp 100.000 of your payment" in provider.sent[0].text
+    assert "Rp 50.000 of your payment" in provider.sent[1].text
+    assert "Rp 150.000 has been refunded so far" in provider.sent[1].text
+    assert [email.message_id for email in provider.sent] == [
+        f"<payment_reversal.{REVERSED.order_id}.RF-1@shop.example>",
+        f"<payment_reversal.{REVERSED.order_id}.RF-2@shop.example>",
+    ]
+    assert set(sent_log.marks) == {
+        NotificationKey(REVERSED.order_id, NotificationKind.PAYMENT_REVERSAL, "RF-1"),
+        NotificationKey(REVERSED.order_id, NotificationKind.PAYMENT_REVERSAL, "RF-2"),
+    }
+
+
+async def test_a_reversal_notice_is_apart_from_the_order_emails_of_its_order() -> None:
+    provider, sent_log = Provider(), SentLog()
+    await notifier(provider, sent_log).confirm_order(CREATED, context_of(CREATED))
+
+    await notifier(provider, sent_log).tell_of_reversal(REVERSED, context_of(REVERSED))
+
+    assert len(provider.sent) == 2
+
+
+@pytest.mark.parametrize(
+    ("failure", "reported_as"),
+    [
+        (EmailUnavailable("421 busy"), TransientError),
+        (EmailRejected("550 no such mailbox"), PermanentError),
+    ],
+)
+async def test_a_reversal_notice_the_provider_fails_marks_nothing_so_the_retry_sends(
+    failure: Exception, reported_as: type[Exception]
+) -> None:
+    sent_log = SentLog()
+
+    with pytest.raises(reported_as):
+        await notifier(Provider(failure), sent_log).tell_of_reversal(REVERSED, context_of(REVERSED))
+    assert sent_log.marks == {}
+
+    provider = Provider()
+    await notifier(provider, sent_log).tell_of_reversal(REVERSED, context_of(REVERSED))
+    assert len(provider.sent) == 1
+    assert len(sent_log.marks) == 1
+
+
+async def test_a_reversal_in_another_currency_is_permanent_and_sends_nothing() -> None:
+    provider, sent_log = Provider(), SentLog()
+    in_dollars = reversal("RF-1", currency="USD")
+
+    with pytest.raises(PermanentError, match="USD"):
+        await notifier(provider, sent_log).tell_of_reversal(in_dollars, context_of(in_dollars))
+
+    assert provider.sent == []
+    assert sent_log.marks == {}
+
+
+def test_a_reference_unfit_for_a_message_id_is_put_there_by_its_digest() -> None:
+    order_id = uuid.UUID(int=1)
+    readable = NotificationKey(order_id, NotificationKind.PAYMENT_REVERSAL, "ref_9-A")
+    odd = NotificationKey(order_id, NotificationKind.PAYMENT_REVERSAL, "refund 2 <of> 3@gw")
+    long = NotificationKey(order_id, NotificationKind.PAYMENT_REVERSAL, "r" * 500)
+
+    assert (
+        readable.message_id("shop.example") == f"<payment_reversal.{order_id}.ref_9-A@shop.example>"
+    )
+    for key in (odd, long):
+        message_id = key.message_id("shop.example")
+        assert re.fullmatch(
+            rf"<payment_reversal\.{order_id}\.sha256=[0-9a-f]{{32}}@shop\.example>", message_id
+        )
+        assert message_id == key.message_id("shop.example")
+    assert odd.message_id("shop.example") != long.message_id("shop.example")
+
+
+def test_a_reversal_notice_needs_its_reference_and_no_other_email_has_one() -> None:
+    with pytest.raises(ValueError, match="reference"):
+        NotificationKey(uuid.UUID(int=1), NotificationKind.PAYMENT_REVERSAL)
+    with pytest.raises(ValueError, match="one per order"):
+        NotificationKey(uuid.UUID(int=1), NotificationKind.PAYMENT_RECEIPT, "RF-1")

@@ -26,7 +26,8 @@ def describe() -> ServiceBus:
         version=version("shop-notification"),
         description=(
             "The order e-mails: a confirmation for each order, a receipt with its invoice "
-            "once paid, a notice when cancelled."
+            "once paid, a notice when cancelled, and one for each refund, chargeback or void "
+            "of its payment."
         ),
         publishes=PUBLISHES,
         routers=(

@@ -1,4 +1,5 @@
-"""What notification-service does when order events arrive: one e-mail each.
+"""What notification-service does when order events arrive: one e-mail each (each reversal of
+an order's payment its own).
 
 Not transactional: the effect (an e-mail) is outside the database, so the inbox cannot
 make it happen once; :class:`Notifier` keeps its own record, written after the send.
@@ -8,7 +9,13 @@ from __future__ import annotations
 
 from functools import partial
 
-from shop.contracts import ConsumerGroup, OrderCancelled, OrderCreated, OrderPaid
+from shop.contracts import (
+    ConsumerGroup,
+    OrderCancelled,
+    OrderCreated,
+    OrderPaid,
+    OrderPaymentReversed,
+)
 from shop.messaging import MessageContext, Router
 from shop.notification.service_layer.notifier import Notifier
 
@@ -33,5 +40,9 @@ def build_router(notifier: Notifier, *, max_attempts: int, max_in_flight: int) -
     @subscriber(OrderCancelled)
     async def send_cancellation(event: OrderCancelled, ctx: MessageContext) -> None:
         await notifier.confirm_cancellation(event, ctx)
+
+    @subscriber(OrderPaymentReversed)
+    async def send_reversal_notice(event: OrderPaymentReversed, ctx: MessageContext) -> None:
+        await notifier.tell_of_reversal(event, ctx)
 
     return router

@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Protocol
 
-from shop.notification.domain.kinds import NotificationKind
+from shop.notification.domain.kinds import NotificationKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +29,8 @@ class Email:
     text: str
     html: str
     message_id: str
-    """Stable for an (order, kind): a rare duplicate is recognisable downstream."""
+    """Stable for an e-mail (:meth:`NotificationKey.message_id`): a rare duplicate is
+    recognisable downstream."""
     attachments: tuple[Attachment, ...] = ()
 
 
@@ -49,14 +50,14 @@ class EmailSender(Protocol):
 
 
 class SentLog(Protocol):
-    """Which e-mails have been sent: at most one per (order, kind)."""
+    """Which e-mails have been sent: at most one per :class:`NotificationKey` (per order and
+    kind, and per reversal for the reversal notices)."""
 
-    async def already_sent(self, order_id: uuid.UUID, kind: NotificationKind) -> bool: ...
+    async def already_sent(self, key: NotificationKey) -> bool: ...
 
     async def mark_sent(
         self,
-        order_id: uuid.UUID,
-        kind: NotificationKind,
+        key: NotificationKey,
         *,
         recipient: str,
         message_id: str,

@@ -10,25 +10,25 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.notification.adapters.tables import order_notifications
-from shop.notification.domain.kinds import NotificationKind
+from shop.notification.domain.kinds import NotificationKey
 
 
 class SqlSentLog:
     def __init__(self, sessions: async_sessionmaker[AsyncSession]) -> None:
         self.sessions = sessions
 
-    async def already_sent(self, order_id: uuid.UUID, kind: NotificationKind) -> bool:
+    async def already_sent(self, key: NotificationKey) -> bool:
         query = select(order_notifications.c.order_id).where(
-            order_notifications.c.order_id == order_id,
-            order_notifications.c.kind == kind.value,
+            order_notifications.c.order_id == key.order_id,
+            order_notifications.c.kind == key.kind.value,
+            order_notifications.c.reference == key.reference,
         )
         async with self.sessions() as session:
             return (await session.execute(query)).first() is not None
 
     async def mark_sent(
         self,
-        order_id: uuid.UUID,
-        kind: NotificationKind,
+        key: NotificationKey,
         *,
         recipient: str,
         message_id: str,
@@ -37,8 +37,9 @@ class SqlSentLog:
         statement = (
             insert(order_notifications)
             .values(
-                order_id=order_id,
-                kind=kind.value,
+                order_id=key.order_id,
+                kind=key.kind.value,
+                reference=key.reference,
                 recipient=recipient,
                 message_id=message_id,
                 event_id=event_id,

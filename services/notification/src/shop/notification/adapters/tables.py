@@ -16,24 +16,33 @@ from sqlalchemy import (
 )
 
 from shop.database import NAMING_CONVENTION
-from shop.notification.domain.kinds import NotificationKind
+from shop.notification.domain.kinds import PER_REVERSAL, NotificationKind
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 _KINDS = ", ".join(f"'{kind.value}'" for kind in NotificationKind)
+_PER_REVERSAL = ", ".join(f"'{kind.value}'" for kind in sorted(PER_REVERSAL))
 
 order_notifications = Table(
     "order_notifications",
     metadata,
     Column("order_id", Uuid, nullable=False),
     Column("kind", String(32), nullable=False),
+    # The gateway's id of the reversal a reversal notice is about (as long as the contract
+    # allows); empty for the kinds sent once per order.
+    Column("reference", String(500), nullable=False, server_default=""),
     Column("recipient", String(320), nullable=False),
     Column("message_id", String(255), nullable=False),
     # The event the e-mail answered (the delivery that got through).
     Column("event_id", Uuid, nullable=False),
     Column("sent_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     # Written only after the provider accepted the e-mail (mark-after-send): the row is
-    # the proof of sending, and the key makes a second one for the same order impossible.
-    PrimaryKeyConstraint("order_id", "kind"),
+    # the proof of sending, and the key makes a second one for the same order and kind
+    # (and reversal) impossible.
+    PrimaryKeyConstraint("order_id", "kind", "reference"),
     CheckConstraint(f"kind IN ({_KINDS})", name="kind_known"),
+    # A reversal notice without its reversal would be one per order, and swallow the next.
+    CheckConstraint(
+        f"(kind IN ({_PER_REVERSAL})) = (reference <> '')", name="reference_per_reversal"
+    ),
 )

@@ -1,5 +1,6 @@
 """The words of the shop's e-mails: each order event becomes a subject, a plain-text part and
-an HTML part, from the Jinja2 templates in ``templates/``."""
+an HTML part, from the Jinja2 templates in ``templates/``; a reversal of the payment gets the
+notice :func:`~shop.notification.domain.reversals.reversal_of` chooses."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from jinja2 import (
     select_autoescape,
 )
 
-from shop.contracts import OrderCancelled, OrderCreated, OrderPaid
+from shop.contracts import OrderCancelled, OrderCreated, OrderPaid, OrderPaymentReversed
 from shop.contracts.orders import OrderFacts
 from shop.notification.domain.money import require_rupiah, rupiah, wib
+from shop.notification.domain.reversals import ReversalNotice, reversal_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +62,8 @@ def template_environment(loader: BaseLoader | None = None) -> Environment:
 
 
 class EmailRenderer:
-    """Renders the confirmation, receipt and cancellation e-mail of an order."""
+    """Renders the confirmation, receipt and cancellation e-mail of an order, and the notice
+    of each reversal of its payment."""
 
     def __init__(self, shop: ShopIdentity, environment: Environment | None = None) -> None:
         self._shop = shop
@@ -75,10 +78,31 @@ class EmailRenderer:
     def order_cancellation(self, event: OrderCancelled) -> RenderedEmail:
         return self._render("order_cancellation", f"Order {event.order_number} cancelled", event)
 
-    def _render(self, kind: str, subject: str, event: OrderFacts) -> RenderedEmail:
+    def payment_reversal(self, event: OrderPaymentReversed) -> RenderedEmail:
+        reversal = reversal_of(event)
+        subject = _REVERSAL_SUBJECTS[reversal.notice].format(number=event.order_number)
+        if reversal.notice is ReversalNotice.PARTIAL_REFUND and reversal.refunded_in_full:
+            subject = f"Refund for order {event.order_number} completed"
+        return self._render(reversal.notice.value, subject, event, reversal=reversal)
+
+    def _render(self, kind: str, subject: str, event: OrderFacts, **facts: object) -> RenderedEmail:
         # The templates print every amount as Rupiah; another currency would be misstated.
         require_rupiah(event.currency)
-        context: dict[str, Any] = {"subject": subject, "event": event, "shop": self._shop}
+        context: dict[str, Any] = {
+            "subject": subject,
+            "event": event,
+            "shop": self._shop,
+            **facts,
+        }
         text = self._environment.get_template(f"{kind}.txt.j2").render(context)
         html = self._environment.get_template(f"{kind}.html.j2").render(context)
         return RenderedEmail(subject=subject, text=text, html=html)
+
+
+_REVERSAL_SUBJECTS: dict[ReversalNotice, str] = {
+    ReversalNotice.REFUND: "Refund for order {number}",
+    ReversalNotice.PARTIAL_REFUND: "Partial refund for order {number}",
+    ReversalNotice.LATE_PAYMENT_REFUND: "Your payment for cancelled order {number} refunded",
+    ReversalNotice.CHARGEBACK: "Payment for order {number} reversed by your bank",
+    ReversalNotice.VOID: "Card payment for order {number} cancelled, nothing charged",
+}

@@ -1,7 +1,8 @@
 """Sending each order e-mail once in effect: mark-after-send.
 
 The e-mail goes out first; only once the provider has accepted it is it recorded in
-``order_notifications``, whose key (order, kind) admits one row. A redelivered event finds
+``order_notifications``, whose key admits one row per e-mail (:class:`NotificationKey`: an
+order and kind, and the reversal for a reversal notice). A redelivered event finds
 the row and sends nothing; a failed send leaves no row, so the retry really sends. The one
 gap: a crash between the provider's acceptance and the row means one duplicate e-mail,
 which its stable Message-ID makes recognisable. Never a lost one.
@@ -12,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from email.utils import parseaddr
 
-from shop.contracts import OrderCancelled, OrderCreated, OrderPaid
+from shop.contracts import OrderCancelled, OrderCreated, OrderPaid, OrderPaymentReversed
 from shop.contracts.orders import OrderFacts
 from shop.messaging import MessageContext, PermanentError, TransientError
 from shop.notification.domain.invoice import InvoiceRenderer
-from shop.notification.domain.kinds import NotificationKind
+from shop.notification.domain.kinds import NotificationKey, NotificationKind
 from shop.notification.domain.rendering import EmailRenderer, RenderedEmail
 from shop.notification.ports import (
     Attachment,
@@ -32,7 +33,8 @@ Composed = tuple[RenderedEmail, tuple[Attachment, ...]]
 
 
 class Notifier:
-    """The order e-mails: confirmation, receipt with the invoice, cancellation."""
+    """The order e-mails: confirmation, receipt with the invoice, cancellation, and a notice
+    of each reversal of the payment."""
 
     def __init__(
         self,
@@ -51,7 +53,7 @@ class Notifier:
 
     async def confirm_order(self, event: OrderCreated, ctx: MessageContext) -> None:
         await self._send_once(
-            NotificationKind.ORDER_CONFIRMATION,
+            NotificationKey(event.order_id, NotificationKind.ORDER_CONFIRMATION),
             event,
             ctx,
             lambda: (self.renderer.order_confirmation(event), ()),
@@ -66,29 +68,44 @@ class Notifier:
             )
             return self.renderer.payment_receipt(event), (invoice,)
 
-        await self._send_once(NotificationKind.PAYMENT_RECEIPT, event, ctx, compose)
+        await self._send_once(
+            NotificationKey(event.order_id, NotificationKind.PAYMENT_RECEIPT), event, ctx, compose
+        )
 
     async def confirm_cancellation(self, event: OrderCancelled, ctx: MessageContext) -> None:
         await self._send_once(
-            NotificationKind.ORDER_CANCELLATION,
+            NotificationKey(event.order_id, NotificationKind.ORDER_CANCELLATION),
             event,
             ctx,
             lambda: (self.renderer.order_cancellation(event), ()),
         )
 
+    async def tell_of_reversal(self, event: OrderPaymentReversed, ctx: MessageContext) -> None:
+        """One notice per reversal (its ``reference``): a second partial refund of the same
+        order is another e-mail, a redelivery of the first is none."""
+        await self._send_once(
+            NotificationKey(event.order_id, NotificationKind.PAYMENT_REVERSAL, event.reference),
+            event,
+            ctx,
+            lambda: (self.renderer.payment_reversal(event), ()),
+        )
+
     async def _send_once(
         self,
-        kind: NotificationKind,
+        key: NotificationKey,
         event: OrderFacts,
         ctx: MessageContext,
         compose: Callable[[], Composed],
     ) -> None:
+        kind = key.kind
         log = ctx.log.bind(order_id=str(event.order_id), kind=kind.value)
-        if await self.sent_log.already_sent(event.order_id, kind):
+        if key.reference:
+            log = log.bind(reference=key.reference)
+        if await self.sent_log.already_sent(key):
             log.info("e-mail already sent; nothing to do")
             return
         try:
-            email = self._email(kind, event, *compose())
+            email = self._email(key, event, *compose())
         except ValueError as error:
             # The event says something the e-mail cannot (a currency the templates do not
             # print, say): rendering it again would fail the same way.
@@ -101,8 +118,7 @@ class Notifier:
         except EmailUnavailable as error:
             raise TransientError(str(error)) from error
         marked = await self.sent_log.mark_sent(
-            event.order_id,
-            kind,
+            key,
             recipient=email.to,
             message_id=email.message_id,
             event_id=ctx.envelope.event_id,
@@ -116,7 +132,7 @@ class Notifier:
 
     def _email(
         self,
-        kind: NotificationKind,
+        key: NotificationKey,
         event: OrderFacts,
         rendered: RenderedEmail,
         attachments: tuple[Attachment, ...],
@@ -126,7 +142,7 @@ class Notifier:
             subject=rendered.subject,
             text=rendered.text,
             html=rendered.html,
-            message_id=f"<{kind.value}.{event.order_id}@{self.message_id_domain}>",
+            message_id=key.message_id(self.message_id_domain),
             attachments=attachments,
         )
 
