@@ -9,6 +9,9 @@ from typing import Final
 ORDER_PLACED: Final = "an order placed at checkout (order.created v1)"
 ORDER_PAID: Final = "a pending order paid (order.paid v1)"
 ORDER_CANCELLED_UNPAID: Final = "an order cancelled unpaid (order.cancelled v1)"
+ORDER_PAYMENT_REFUNDED_IN_PART: Final = (
+    "a paid order's payment refunded in part (order.payment_reversed v1)"
+)
 PAYMENT_RECEIVED: Final = "a payment received for a pending order (payment.received v1)"
 NOTIFICATION_TO_PROCESS: Final = "a gateway notification kept for processing (payment.process v1)"
 

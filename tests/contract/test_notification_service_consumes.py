@@ -5,7 +5,9 @@ What it reads: the order id (its record of what was sent, the Message-ID), the n
 customer's address (the recipient), the lines and the total (printed), and the currency,
 which must be IDR: the templates print Rupiah only and refuse anything else. Then each
 event's own facts: when it was placed; when and how it was paid (the invoice); why and when
-it was cancelled. The customer id it only decodes.
+it was cancelled; for a reversal, its kind (one of the three the notices know), its
+reference (one notice per reference), its amount and the total reversed so far (printed),
+the order's status after it (which notice) and when. The customer id it only decodes.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from pathlib import Path
 
 from pact import match
 
-from shop.contracts import OrderCancelled, OrderCreated, OrderPaid
+from shop.contracts import OrderCancelled, OrderCreated, OrderPaid, OrderPaymentReversed
 from shop.messaging import Router
 from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.kinds import NotificationKey, NotificationKind
@@ -28,6 +30,7 @@ from .messages import (
     NOTIFICATION_SERVICE,
     ORDER_CANCELLED_UNPAID,
     ORDER_PAID,
+    ORDER_PAYMENT_REFUNDED_IN_PART,
     ORDER_PLACED,
     ORDER_SERVICE,
 )
@@ -79,10 +82,31 @@ ORDER_CANCELLED_EXPECTED = Expectation(
         key=ORDER_ID,
     ),
 )
+ORDER_PAYMENT_REFUNDED_IN_PART_EXPECTED = Expectation(
+    ORDER_PAYMENT_REFUNDED_IN_PART,
+    envelope(
+        OrderPaymentReversed,
+        {
+            **facts_it_reads(),
+            "kind": match.regex("refund", regex=r"^(refund|chargeback|void)$"),
+            "reference": match.str("RF-7731"),
+            "amount": match.int(89000),
+            "reversed_total": match.int(89000),
+            "status": match.str("partially_refunded"),
+            "reversed_at": moment("2026-12-03T08:15:00Z"),
+        },
+        key=ORDER_ID,
+    ),
+)
 PACT_WITH_ORDER_SERVICE = ConsumerPact(
     NOTIFICATION_SERVICE,
     ORDER_SERVICE,
-    (ORDER_PLACED_EXPECTED, ORDER_PAID_EXPECTED, ORDER_CANCELLED_EXPECTED),
+    (
+        ORDER_PLACED_EXPECTED,
+        ORDER_PAID_EXPECTED,
+        ORDER_CANCELLED_EXPECTED,
+        ORDER_PAYMENT_REFUNDED_IN_PART_EXPECTED,
+    ),
 )
 
 
@@ -135,6 +159,21 @@ def test_an_order_cancelled_unpaid_gets_its_cancellation_notice() -> None:
     [email] = provider.sent
     assert email.to == CUSTOMER_EMAIL
     assert email.subject == f"Order {ORDER_NUMBER} cancelled"
+
+
+def test_a_payment_refunded_in_part_gets_its_notice_once_per_refund() -> None:
+    provider, sent_log = AcceptingProvider(), SentLog()
+    router = worker_router(provider, sent_log)
+
+    feed(PACT_WITH_ORDER_SERVICE.build(ORDER_PAYMENT_REFUNDED_IN_PART_EXPECTED), router)
+
+    [email] = provider.sent
+    assert email.to == CUSTOMER_EMAIL
+    assert email.subject == f"Partial refund for order {ORDER_NUMBER}"
+    assert "We have refunded Rp 89.000 of your payment" in email.text
+    assert email.message_id == f"<payment_reversal.{ORDER_ID}.RF-7731@shop.example>"
+    key = NotificationKey(uuid.UUID(ORDER_ID), NotificationKind.PAYMENT_REVERSAL, "RF-7731")
+    assert sent_log.marks[key]["event_id"] == uuid.UUID(EVENT_ID)
 
 
 def test_the_committed_pact_with_order_service_is_what_notification_service_states(
