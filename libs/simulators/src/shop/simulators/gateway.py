@@ -26,8 +26,10 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
+from zoneinfo import ZoneInfo
 
 import httpx
 
@@ -35,9 +37,23 @@ SHOP_WEBHOOK_PATH: Final = "/v1/payments/webhook"
 MIDTRANS_WEBHOOK_PATH: Final = "/v1/payments/webhooks/midtrans"
 SHOP_SIGNATURE_HEADER: Final = "Payment-Signature"
 
-_MIDTRANS_STATUS_CODES: Final = {"settlement": "200", "capture": "200", "pending": "201"}
+_MIDTRANS_STATUS_CODES: Final = {
+    "settlement": "200",
+    "capture": "200",
+    "refund": "200",
+    "partial_refund": "200",
+    "chargeback": "200",
+    "partial_chargeback": "200",
+    "cancel": "200",
+    "pending": "201",
+    "authorize": "201",
+}
+JAKARTA: Final = ZoneInfo("Asia/Jakarta")
+"""Midtrans writes its times without a zone, in Jakarta's (GMT+7)."""
 _MIDTRANS_REFUSED: Final = "202"
 _SEND_TIMEOUT: Final = 10.0
+UNDELIVERED: Final = 0
+"""The status of an answer that never came: the webhook could not be reached."""
 
 
 class Format(StrEnum):
@@ -104,10 +120,18 @@ def midtrans_signature_key(
 
 
 def shop_notice(
-    payment: Payment, secret: str, *, kind: str, amount: int, event_id: str, at: int
+    payment: Payment,
+    secret: str,
+    *,
+    kind: str,
+    amount: int,
+    event_id: str,
+    at: int,
+    payment_id: str | None = None,
 ) -> Notice:
-    """A notification in the shop's format: ``kind`` is ``payment.paid`` or
-    ``payment.failed``, ``at`` the time it is signed at (unix seconds)."""
+    """A notification in the shop's format: ``kind`` is ``payment.paid``,
+    ``payment.failed``, ``payment.refunded`` or ``payment.charged_back``, ``at`` the time it
+    is signed at (unix seconds), ``payment_id`` the gateway's charge."""
     body = json.dumps(
         {
             "event_id": event_id,
@@ -117,7 +141,7 @@ def shop_notice(
                 "order_id": str(payment.order_id),
                 "amount": amount,
                 "currency": payment.currency,
-                "provider_payment_id": f"pay_{payment.order_id.hex[:12]}",
+                "provider_payment_id": payment_id or f"pay_{payment.order_id.hex[:12]}",
             },
         }
     ).encode()
@@ -129,15 +153,22 @@ def shop_notice(
 
 
 def midtrans_notice(
-    payment: Payment, server_key: str, *, status: str, amount: int, transaction_id: str
+    payment: Payment,
+    server_key: str,
+    *,
+    status: str,
+    amount: int,
+    transaction_id: str,
+    reversed_amount: int = 0,
 ) -> Notice:
     """Midtrans' notification that ``transaction_id`` is now ``status`` (``pending``,
-    ``settlement``, ``deny``, …)."""
+    ``settlement``, ``deny``, ``partial_refund``…); a refund's carries ``refund_amount``,
+    the total refunded so far."""
     order_id = str(payment.order_id)
     status_code = _MIDTRANS_STATUS_CODES.get(status, _MIDTRANS_REFUSED)
     gross_amount = f"{amount}.00"
     payload: dict[str, Any] = {
-        "transaction_time": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "transaction_time": datetime.now(JAKARTA).strftime("%Y-%m-%d %H:%M:%S"),
         "transaction_status": status,
         "transaction_id": transaction_id,
         "status_code": status_code,
@@ -148,6 +179,8 @@ def midtrans_notice(
         "currency": payment.currency,
         "fraud_status": "accept",
     }
+    if reversed_amount:
+        payload["refund_amount"] = f"{reversed_amount}.00"
     return Notice(
         MIDTRANS_WEBHOOK_PATH,
         json.dumps(payload).encode(),
@@ -214,8 +247,12 @@ def notices(
 
 
 async def post(client: httpx.AsyncClient, notice: Notice) -> Answer:
-    """Post one notice with ``client`` (its base URL payment-service's API)."""
-    reply = await client.post(notice.path, content=notice.body, headers=notice.headers)
+    """Post one notice with ``client`` (its base URL payment-service's API). A webhook that
+    cannot be reached is an answer too: status 0, and why."""
+    try:
+        reply = await client.post(notice.path, content=notice.body, headers=notice.headers)
+    except httpx.TransportError as error:
+        return Answer(notice.label, UNDELIVERED, f"{type(error).__name__}: {error}")
     return Answer(notice.label, reply.status_code, reply.text)
 
 
@@ -226,3 +263,70 @@ async def send(url: str, sequence: Sequence[Notice], *, concurrently: bool = Fal
         if concurrently:
             return list(await asyncio.gather(*(post(client, notice) for notice in sequence)))
         return [await post(client, notice) for notice in sequence]
+
+
+# -- the gateway as a server (shop.simulators.gateway_server): what a customer or a bank does --
+
+
+async def _control(gateway_url: str, path: str, body: dict[str, Any]) -> list[Answer]:
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=_SEND_TIMEOUT * 3) as client:
+        reply = await client.post(f"/_simulator{path}", json=body)
+    reply.raise_for_status()
+    return [Answer(a["notification"], a["status"], a["body"]) for a in reply.json()["answers"]]
+
+
+async def pay_at_gateway(
+    gateway_url: str,
+    payment: Payment,
+    *,
+    fmt: Format = Format.SHOP,
+    amount: int | None = None,
+    fail: bool = False,
+    outcome: str | None = None,
+    times: int = 1,
+    out_of_order: bool = False,
+    concurrently: bool = False,
+    notify: bool = True,
+    notify_after: float = 0,
+) -> list[Answer]:
+    """The customer pays ``payment`` at the development gateway (``amount`` instead of the
+    payment's when given): the gateway records the charge and sends its notifications as
+    :func:`notices` would, and answers what payment-service's webhook said to each. Not
+    ``notify``: the notifications are lost (reconciliation finds the charge);
+    ``notify_after``: held back that many seconds."""
+    chosen = outcome or ("deny" if fail else "settlement")
+    return await _control(
+        gateway_url,
+        "/charges",
+        {
+            "order_id": str(payment.order_id),
+            "amount": payment.amount if amount is None else amount,
+            "currency": payment.currency,
+            "format": fmt.value,
+            "outcome": chosen,
+            "times": times,
+            "out_of_order": out_of_order,
+            "concurrently": concurrently,
+            "notify": notify,
+            "notify_after": notify_after,
+        },
+    )
+
+
+async def charge_back(
+    gateway_url: str, order_id: uuid.UUID, amount: int | None = None
+) -> list[Answer]:
+    """The customer's bank takes ``amount`` back (all that is left when None)."""
+    return await _control(gateway_url, f"/charges/{order_id}/chargeback", {"amount": amount})
+
+
+async def refund_at_gateway(
+    gateway_url: str, order_id: uuid.UUID, amount: int | None = None
+) -> list[Answer]:
+    """Someone refunds ``amount`` from the gateway's own dashboard, not through the shop."""
+    return await _control(gateway_url, f"/charges/{order_id}/refund", {"amount": amount})
+
+
+async def cancel_capture(gateway_url: str, order_id: uuid.UUID) -> list[Answer]:
+    """A card capture is cancelled before it settles: the money goes back."""
+    return await _control(gateway_url, f"/charges/{order_id}/cancel", {})

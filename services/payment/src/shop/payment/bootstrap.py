@@ -44,19 +44,20 @@ def build_app(settings: PaymentSettings, *, store: WebhookStore | None = None) -
 def build_gateways(settings: PaymentSettings) -> dict[Provider, PaymentGateway]:
     """The API client of each gateway the shop takes payments through."""
     timeout = settings.gateway_timeout_seconds
-    clients: dict[Provider, PaymentGateway] = {
-        Provider.SHOP: ShopGateway(
+    gateways: dict[Provider, PaymentGateway] = {}
+    if Provider.SHOP in settings.gateways:
+        gateways[Provider.SHOP] = ShopGateway(
             settings.shop_gateway_api_url,
             settings.shop_gateway_api_key.get_secret_value(),
             timeout=timeout,
-        ),
-        Provider.MIDTRANS: MidtransGateway(
+        )
+    if Provider.MIDTRANS in settings.gateways:
+        gateways[Provider.MIDTRANS] = MidtransGateway(
             settings.midtrans_api_url,
             settings.midtrans_server_key.get_secret_value(),
             timeout=timeout,
-        ),
-    }
-    return {provider: clients[Provider(provider)] for provider in settings.gateways}
+        )
+    return gateways
 
 
 def build_worker(
