@@ -3,7 +3,9 @@ application over ASGI."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -11,13 +13,14 @@ from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from shop.database import create_engine, session_factory
+from shop.devstack.process import ManagedProcess, free_port, port_accepts
 from shop.messaging import MessagingSettings
 from shop.payment.adapters.webhook_events import AsyncpgWebhookStore
 from shop.payment.api.app import create_app
 from shop.payment.migrations import migrate_async
 from shop.payment.settings import PaymentSettings
 
-from .signing import OLD_SECRET, SECRET, SERVER_KEY
+from .signing import GATEWAY_API_KEY, OLD_SECRET, SECRET, SERVER_KEY
 
 
 @pytest.fixture
@@ -55,3 +58,42 @@ async def client(
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://payment.test") as client:
         yield client
+
+
+@pytest.fixture
+async def gateway_url(gateway_server: str) -> str:
+    """The development gateway, its ledger emptied for the test."""
+    async with httpx.AsyncClient(base_url=gateway_server) as gateway:
+        (await gateway.delete("/_simulator/charges")).raise_for_status()
+    return gateway_server
+
+
+@pytest.fixture(scope="session")
+def gateway_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The development payment gateway, as a server of its own: its ledger is what
+    payment-service's gateway clients ask. No webhook listens to it here (tests post the
+    notifications themselves, through the API under test)."""
+    port = free_port()
+    process = ManagedProcess(
+        "gateway",
+        [
+            sys.executable,
+            "-m",
+            "shop.simulators.gateway_server",
+            "--port",
+            str(port),
+            "--webhook-url",
+            f"http://127.0.0.1:{free_port()}",
+            "--midtrans-server-key",
+            SERVER_KEY,
+            "--api-key",
+            GATEWAY_API_KEY,
+        ],
+        Path(tmp_path_factory.mktemp("gateway")) / "gateway.log",
+    )
+    process.start()
+    try:
+        process.wait_until(lambda: port_accepts("127.0.0.1", port), 60, f"listening on {port}")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.stop()

@@ -13,6 +13,7 @@ from shop.simulators import gateway
 SECRET = "whsec_test-secret-of-the-payment-tests"
 OLD_SECRET = "whsec_the-secret-being-rotated-out"
 SERVER_KEY = "SB-Mid-server-test-key"
+GATEWAY_API_KEY = "gwkey_test-key-of-the-payment-tests"
 
 
 def sign_shop(body: bytes, *, secret: str = SECRET, at: float | None = None) -> str:

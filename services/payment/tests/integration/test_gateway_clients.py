@@ -5,14 +5,11 @@ payment-service's code."""
 
 from __future__ import annotations
 
-import sys
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from shop.devstack.process import ManagedProcess, free_port, port_accepts
+from shop.devstack.process import free_port
 from shop.payment.adapters.gateway_midtrans import MidtransGateway
 from shop.payment.adapters.gateway_shop import ShopGateway
 from shop.payment.domain.errors import GatewayRefused, GatewayUnavailable
@@ -20,38 +17,9 @@ from shop.payment.domain.gateway import ChargeState, RefundRequest, ReversalKind
 from shop.simulators import gateway
 from shop.simulators.gateway import Format
 
-SERVER_KEY = "SB-Mid-server-gateway-clients-test"
-API_KEY = "gwkey_gateway-clients-test"
+from ..signing import GATEWAY_API_KEY, SERVER_KEY
+
 TOTAL = 178000
-
-
-@pytest.fixture(scope="module")
-def gateway_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    process = ManagedProcess(
-        "gateway",
-        [
-            sys.executable,
-            "-m",
-            "shop.simulators.gateway_server",
-            "--port",
-            str(port),
-            # No webhook listens: these tests pay without notifications.
-            "--webhook-url",
-            f"http://127.0.0.1:{free_port()}",
-            "--midtrans-server-key",
-            SERVER_KEY,
-            "--api-key",
-            API_KEY,
-        ],
-        Path(tmp_path_factory.mktemp("gateway")) / "gateway.log",
-    )
-    process.start()
-    try:
-        process.wait_until(lambda: port_accepts("127.0.0.1", port), 60, f"listening on {port}")
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.stop()
 
 
 async def paid(url: str, fmt: Format, outcome: str = "settlement") -> uuid.UUID:
@@ -65,7 +33,7 @@ def midtrans(url: str, key: str = SERVER_KEY) -> MidtransGateway:
     return MidtransGateway(url, key, timeout=5)
 
 
-def shop(url: str, key: str = API_KEY) -> ShopGateway:
+def shop(url: str, key: str = GATEWAY_API_KEY) -> ShopGateway:
     return ShopGateway(url, key, timeout=5)
 
 

@@ -330,3 +330,23 @@ async def refund_at_gateway(
 async def cancel_capture(gateway_url: str, order_id: uuid.UUID) -> list[Answer]:
     """A card capture is cancelled before it settles: the money goes back."""
     return await _control(gateway_url, f"/charges/{order_id}/cancel", {})
+
+
+async def notify_again(
+    gateway_url: str, order_id: uuid.UUID, *, every: bool = False, concurrently: bool = False
+) -> list[Answer]:
+    """The gateway sends the charge's last notification again, word for word (``every``:
+    all those of its latest change, repeats included; ``concurrently``: all at once)."""
+    return await _control(
+        gateway_url,
+        f"/charges/{order_id}/notify",
+        {"every": every, "concurrently": concurrently},
+    )
+
+
+async def charge_of(gateway_url: str, order_id: uuid.UUID) -> dict[str, Any]:
+    """The gateway's record of the order's charge, as its own API shows it."""
+    async with httpx.AsyncClient(base_url=gateway_url, timeout=_SEND_TIMEOUT) as client:
+        reply = await client.get(f"/_simulator/charges/{order_id}")
+    reply.raise_for_status()
+    return dict(reply.json())

@@ -76,6 +76,9 @@ class Charge:
     captured: bool = False
     reversals: list[Reversal] = field(default_factory=list)
     last_notice: Notice | None = None
+    sent: list[Notice] = field(default_factory=list)
+    """The notifications of its latest change as they were sent (repeats included), for
+    the gateway to send again word for word."""
 
     @property
     def reversed_amount(self) -> int:
@@ -124,6 +127,12 @@ class ReverseRequest(BaseModel):
     amount: int | None = Field(default=None, gt=0)
     """None: all that is left."""
     notify: bool = True
+
+
+class ResendRequest(BaseModel):
+    every: bool = False
+    """Every notification of the charge's latest change, not only the last one."""
+    concurrently: bool = False
 
 
 class RefundBody(BaseModel):
@@ -224,6 +233,7 @@ def _control_api(app: FastAPI, state: Gateway) -> None:
         payment = gateway.Payment(body.order_id, body.amount, body.currency)
         sequence = _pay_notices(state, charge, payment, body)
         charge.last_notice = sequence[-1] if sequence else None
+        charge.sent = sequence
         if not body.notify:
             return {"charge": _shop_or_midtrans(charge), "answers": [], "dropped": len(sequence)}
         if body.notify_after:
@@ -266,11 +276,24 @@ def _control_api(app: FastAPI, state: Gateway) -> None:
         return {"answers": await _notify(state, charge) if body.notify else []}
 
     @app.post(f"{CONTROL}/charges/{{order_id}}/notify")
-    async def notify_again(order_id: str) -> dict[str, Any]:
+    async def notify_again(order_id: str, body: ResendRequest | None = None) -> dict[str, Any]:
+        """The gateway sends again, word for word, the last notification of the charge (or
+        ``every`` one of its latest change), as it does when an answer was slow or lost."""
         charge = state.charges.get(order_id)
         if charge is None:
             raise HTTPException(404, f"no charge for order {order_id}")
-        return {"answers": await _notify(state, charge)}
+        how = body or ResendRequest()
+        if charge.last_notice is None:
+            return {"answers": await _notify(state, charge)}
+        sequence = charge.sent if how.every else [charge.last_notice]
+        return {"answers": await _send(state, sequence, concurrently=how.concurrently)}
+
+    @app.delete(f"{CONTROL}/charges")
+    async def forget_everything() -> dict[str, int]:
+        """A clean ledger (for tests that share one gateway)."""
+        forgotten = len(state.charges)
+        state.charges.clear()
+        return {"forgotten": forgotten}
 
     @app.get(f"{CONTROL}/charges/{{order_id}}")
     async def ledger_entry(order_id: str) -> dict[str, Any]:
@@ -524,6 +547,7 @@ def _current_notice(state: Gateway, charge: Charge) -> Notice:
 async def _notify(state: Gateway, charge: Charge) -> list[dict[str, Any]]:
     notice = _current_notice(state, charge)
     charge.last_notice = notice
+    charge.sent = [notice]
     return await _send(state, [notice], concurrently=False)
 
 

@@ -93,6 +93,7 @@ def build_worker(
         payment_metrics,
         interval=settings.reconcile_interval_seconds,
         lookback=timedelta(seconds=settings.reconcile_lookback_seconds),
+        settling=timedelta(seconds=settings.reconcile_settling_seconds),
     )
     return Worker(
         settings.messaging,

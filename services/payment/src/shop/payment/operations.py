@@ -34,12 +34,14 @@ class Reconciler:
         *,
         interval: float,
         lookback: timedelta,
+        settling: timedelta,
     ) -> None:
         self.store = store
         self.gateways = gateways
         self.metrics = metrics
         self.interval = interval
         self.lookback = lookback
+        self.settling = settling
         self.latest: Report | None = None
 
     async def run(self, since: datetime | None = None) -> Report | None:
@@ -48,7 +50,14 @@ class Reconciler:
             if not mine:
                 return None
             start = since or datetime.now(UTC) - self.lookback
-            report = await reconcile(self.store, self.gateways, since=start, limit=_LIMIT, log=log)
+            report = await reconcile(
+                self.store,
+                self.gateways,
+                since=start,
+                limit=_LIMIT,
+                log=log,
+                settling=self.settling,
+            )
         self.latest = report
         self.metrics.reconciled(report.counts())
         return report

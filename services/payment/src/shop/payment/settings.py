@@ -68,6 +68,9 @@ class PaymentSettings(BaseSettings):
     """How often the worker holds its payments against the gateways' records."""
     reconcile_lookback_seconds: float = Field(default=7 * 24 * 3600, gt=0)
     """How far back a reconciliation looks for payments to check."""
+    reconcile_settling_seconds: float = Field(default=60, ge=0)
+    """A payment opened, or a charge settled, this recently is left out of a reconciliation:
+    its notification may still be on the way."""
     host: str = "127.0.0.1"
     port: int = 8002
     worker_health_host: str = "127.0.0.1"

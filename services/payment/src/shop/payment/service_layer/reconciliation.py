@@ -21,20 +21,27 @@ from shop.payment.service_layer.payments import (
     charge_at_any,
 )
 
-IN_FLIGHT = timedelta(seconds=60)
-"""A payment opened, or a charge settled, this recently may still have its notification on
-the way: not drift yet."""
+SETTLING = timedelta(seconds=60)
 
 
 async def reconcile(
-    store: PaymentStore, gateways: Gateways, *, since: datetime, limit: int, log: Any
+    store: PaymentStore,
+    gateways: Gateways,
+    *,
+    since: datetime,
+    limit: int,
+    log: Any,
+    settling: timedelta = SETTLING,
 ) -> Report:
+    """Payments opened since ``since`` (at most ``limit``), each against its gateway's
+    record. A payment opened, or a charge settled, within ``settling`` of now may still
+    have its notification on the way: not drift yet."""
     started = datetime.now(UTC)
     async with store.transaction() as payments:
-        candidates = await payments.opened_between(since, started - IN_FLIGHT, limit=limit)
+        candidates = await payments.opened_between(since, started - settling, limit=limit)
     found: list[Finding] = []
     for payment in candidates:
-        found += await _reconcile_one(store, gateways, payment, started)
+        found += await _reconcile_one(store, gateways, payment, started - settling)
     report = Report(since, started, datetime.now(UTC), len(candidates), tuple(found))
     log.info(
         "reconciliation done",
@@ -45,7 +52,7 @@ async def reconcile(
 
 
 async def _reconcile_one(
-    store: PaymentStore, gateways: Gateways, payment: Payment, started: datetime
+    store: PaymentStore, gateways: Gateways, payment: Payment, settled_before: datetime
 ) -> list[Finding]:
     try:
         charge = await charge_at_any(gateways, payment)
@@ -61,7 +68,7 @@ async def _reconcile_one(
         ]
     steps = steps_to_match(payment, charge)
     settled = charge.settled_at if charge else None
-    if steps and isinstance(steps[0], Pay) and settled and settled > started - IN_FLIGHT:
+    if steps and isinstance(steps[0], Pay) and settled and settled > settled_before:
         return []
     drift = findings(payment, charge, steps)
     if steps:
