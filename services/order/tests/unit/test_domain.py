@@ -15,14 +15,25 @@ LEGAL = {
     (OrderStatus.PENDING, OrderStatus.PAID),
     (OrderStatus.PENDING, OrderStatus.CANCELLED),
     (OrderStatus.PAID, OrderStatus.FULFILLED),
+    *(
+        (current, reversed_)
+        for current in (
+            OrderStatus.PAID,
+            OrderStatus.FULFILLED,
+            OrderStatus.PARTIALLY_REFUNDED,
+        )
+        for reversed_ in (
+            OrderStatus.PARTIALLY_REFUNDED,
+            OrderStatus.REFUNDED,
+            OrderStatus.CHARGED_BACK,
+        )
+    ),
 }
 
 
 @pytest.mark.parametrize("current", list(OrderStatus))
 @pytest.mark.parametrize("target", list(OrderStatus))
-def test_only_the_three_legal_transitions_are_allowed(
-    current: OrderStatus, target: OrderStatus
-) -> None:
+def test_only_the_legal_transitions_are_allowed(current: OrderStatus, target: OrderStatus) -> None:
     if (current, target) in LEGAL:
         check_transition(current, target)
     else:

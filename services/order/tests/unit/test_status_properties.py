@@ -1,6 +1,7 @@
 """Properties of the order state machine over generated sequences of requests and events,
 against the machine as the design states it (pending → paid → fulfilled, pending →
-cancelled), written out here apart from the table the code reads."""
+cancelled, a paid or fulfilled order's payment reversed in part, in full or charged back),
+written out here apart from the table the code reads."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shop.contracts import ReversalKind
 from shop.order.domain.errors import InvalidTransition
 from shop.order.domain.orders import OrderView
 from shop.order.domain.payments import PaymentConflict, payment_conflict
+from shop.order.domain.reversals import ReversalOfUnpaidOrder, after_reversal
 from shop.order.domain.status import OrderStatus, check_transition
 
 PENDING, PAID, FULFILLED, CANCELLED = (
@@ -24,9 +27,27 @@ PENDING, PAID, FULFILLED, CANCELLED = (
     OrderStatus.FULFILLED,
     OrderStatus.CANCELLED,
 )
-DESIGNED = {(PENDING, PAID), (PENDING, CANCELLED), (PAID, FULFILLED)}
+PARTIAL, REFUNDED, CHARGED_BACK = (
+    OrderStatus.PARTIALLY_REFUNDED,
+    OrderStatus.REFUNDED,
+    OrderStatus.CHARGED_BACK,
+)
+DESIGNED = {
+    (PENDING, PAID),
+    (PENDING, CANCELLED),
+    (PAID, FULFILLED),
+    (PAID, REFUNDED),
+    (PAID, PARTIAL),
+    (PAID, CHARGED_BACK),
+    (FULFILLED, REFUNDED),
+    (FULFILLED, PARTIAL),
+    (FULFILLED, CHARGED_BACK),
+    (PARTIAL, PARTIAL),
+    (PARTIAL, REFUNDED),
+    (PARTIAL, CHARGED_BACK),
+}
 """The only moves an order makes (DESIGN.md §2)."""
-TERMINAL = {FULFILLED, CANCELLED}
+TERMINAL = {REFUNDED, CHARGED_BACK, CANCELLED}
 REACHABLE = {PENDING} | {target for _, target in DESIGNED}
 
 statuses = st.sampled_from(list(OrderStatus))
@@ -72,8 +93,9 @@ def test_any_sequence_of_requested_transitions_walks_only_designed_moves(
 
     assert all(move in DESIGNED for move in pairwise(path))
     assert status in REACHABLE
-    # Never back to a status it left, so at most two moves: pending → paid → fulfilled.
-    assert len(path) == len(set(path)) <= 3
+    # Never back to a status it left: pending → paid → fulfilled → partially refunded →
+    # refunded (or charged back) is the longest walk.
+    assert len(path) == len(set(path)) <= 5
 
 
 @given(st.sampled_from(sorted(TERMINAL)), st.lists(statuses, min_size=1, max_size=10))
@@ -100,9 +122,18 @@ class Fulfilled:
     pass
 
 
-Event = PaymentArrived | CancelRequested | Fulfilled
+@dataclass(frozen=True)
+class Reversed:
+    kind: ReversalKind
+    full: bool
+
+
+Event = PaymentArrived | CancelRequested | Fulfilled | Reversed
 events = st.one_of(
-    st.builds(PaymentArrived, st.booleans()), st.just(CancelRequested()), st.just(Fulfilled())
+    st.builds(PaymentArrived, st.booleans()),
+    st.just(CancelRequested()),
+    st.just(Fulfilled()),
+    st.builds(Reversed, st.sampled_from(list(ReversalKind)), st.booleans()),
 )
 
 ORDER = OrderView(
@@ -126,10 +157,8 @@ def after(status: OrderStatus, event: Event) -> OrderStatus:
             conflict = payment_conflict(order, amount=amount, currency=ORDER.currency)
             expected = {
                 CANCELLED: PaymentConflict.REFUND_DUE,
-                PAID: PaymentConflict.DUPLICATE_PAYMENT,
-                FULFILLED: PaymentConflict.DUPLICATE_PAYMENT,
                 PENDING: None if right else PaymentConflict.AMOUNT_MISMATCH,
-            }[status]
+            }.get(status, PaymentConflict.DUPLICATE_PAYMENT)
             assert conflict == expected
             if conflict is not None:
                 return status
@@ -140,6 +169,18 @@ def after(status: OrderStatus, event: Event) -> OrderStatus:
             return moved(status, CANCELLED)
         case Fulfilled():
             return moved(status, FULFILLED)
+        case Reversed(kind=kind, full=full):
+            paid = ORDER.total
+            try:
+                outcome = after_reversal(
+                    status, kind=kind, reversed_total=paid if full else paid - 1, paid_amount=paid
+                )
+            except (ReversalOfUnpaidOrder, InvalidTransition):
+                # Never paid, or final: the handler dead-letters it or leaves it as it is.
+                assert status == PENDING or status in TERMINAL - {CANCELLED}
+                return status
+            assert outcome.resolves_refund_due == (status == CANCELLED)
+            return outcome.status
 
 
 @given(st.lists(events, max_size=20))

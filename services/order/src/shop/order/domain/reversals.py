@@ -1,0 +1,49 @@
+"""What a reversal of the order's payment (PaymentReversed) does to the order: a pure rule.
+
+A chargeback → charged_back; a refund or void reaching what was paid → refunded; less →
+partially_refunded. A cancelled order's late payment given back leaves it cancelled and
+ends its ``refund_due`` conflict. A pending order was never paid: that is an error."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shop.contracts import ReversalKind
+from shop.order.domain.errors import DomainError
+from shop.order.domain.status import OrderStatus, check_transition
+
+
+class ReversalOfUnpaidOrder(DomainError):
+    """A reversal for an order that was never paid: retrying cannot help."""
+
+    def __init__(self, status: OrderStatus) -> None:
+        super().__init__(f"a payment reversal for an order that is {status}: nothing was paid")
+        self.status = status
+
+
+@dataclass(frozen=True)
+class ReversalOutcome:
+    status: OrderStatus
+    """The order's status after the reversal."""
+    resolves_refund_due: bool
+    """A late payment for a cancelled order given back: its refund_due conflict ends."""
+
+
+def after_reversal(
+    current: OrderStatus, *, kind: ReversalKind, reversed_total: int, paid_amount: int
+) -> ReversalOutcome:
+    """The order's status after a reversal of ``kind`` bringing what went back to
+    ``reversed_total`` of ``paid_amount``; :class:`ReversalOfUnpaidOrder` for a pending
+    order, :class:`~shop.order.domain.errors.InvalidTransition` for a final one."""
+    if current == OrderStatus.PENDING:
+        raise ReversalOfUnpaidOrder(current)
+    if current == OrderStatus.CANCELLED:
+        return ReversalOutcome(OrderStatus.CANCELLED, resolves_refund_due=True)
+    if kind == ReversalKind.CHARGEBACK:
+        target = OrderStatus.CHARGED_BACK
+    elif reversed_total >= paid_amount:
+        target = OrderStatus.REFUNDED
+    else:
+        target = OrderStatus.PARTIALLY_REFUNDED
+    check_transition(current, target)
+    return ReversalOutcome(target, resolves_refund_due=False)
