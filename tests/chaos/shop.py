@@ -32,6 +32,9 @@ API_KINDS: Final = ("order-api", "payment-api")
 RELAY_KINDS: Final = ("order-worker", "payment-worker")
 """The worker kinds whose replicas each run a relay replica (notification-service sends
 nothing)."""
+OUTSIDE_KINDS: Final = ("gateway",)
+"""The parties outside the shop that make run starts beside it (the development payment
+gateway): started once, never under fire."""
 REPLICAS_PER_WORKER: Final = 2
 
 
@@ -122,7 +125,7 @@ class ChaosShop:
         base_env = {**os.environ, **self.extra_env}
         logs = self.workdir / "logs"
         for process in procfile.processes:
-            if process.name not in WORKER_KINDS + API_KINDS:
+            if process.name not in WORKER_KINDS + API_KINDS + OUTSIDE_KINDS:
                 continue  # the console: not under fire
             env = {**base_env, **process.env, **self.extra_env}
             for step in process.setup:

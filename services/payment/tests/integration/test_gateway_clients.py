@@ -114,7 +114,7 @@ async def test_chargebacks_and_a_cancelled_capture_are_read_as_reversals(
 ) -> None:
     client = midtrans(gateway_url) if fmt == Format.MIDTRANS else shop(gateway_url)
     order_id = await paid(gateway_url, fmt)
-    await gateway.charge_back(gateway_url, order_id, 1000)
+    await gateway.charge_back(gateway_url, order_id, 1000, notify=False)
 
     charge = await client.status(order_id)
 
@@ -123,7 +123,7 @@ async def test_chargebacks_and_a_cancelled_capture_are_read_as_reversals(
     assert [(r.kind, r.amount) for r in charge.reversals] == [(ReversalKind.CHARGEBACK, 1000)]
 
     captured = await paid(gateway_url, fmt, "capture" if fmt == Format.MIDTRANS else "settlement")
-    await gateway.cancel_capture(gateway_url, captured)
+    await gateway.cancel_capture(gateway_url, captured, notify=False)
     voided = await client.status(captured)
     assert voided is not None
     assert voided.state == ChargeState.VOIDED

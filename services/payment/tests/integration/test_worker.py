@@ -380,7 +380,7 @@ async def test_two_partial_refunds_and_a_chargeback_at_the_gateway_are_three_rev
     await until_status(sessions, "paid")
 
     for event_id, amount in (("evt_r1", 50000), ("evt_r2", 70000)):
-        await gateway.refund_at_gateway(gateway_url, ORDER_ID, amount)
+        await gateway.refund_at_gateway(gateway_url, ORDER_ID, amount, notify=False)
         told = {**paid(event_id, amount=amount, provider_payment_id=charge)}
         told["type"] = "payment.refunded"
         await client.post("/v1/payments/webhook", **shop_request(told))
@@ -390,7 +390,7 @@ async def test_two_partial_refunds_and_a_chargeback_at_the_gateway_are_three_rev
         return len(await published(sessions, PaymentReversed)) == 2
 
     await eventually(two_reversals, within=60, what="two PaymentReversed")
-    await gateway.charge_back(gateway_url, ORDER_ID, 10000)
+    await gateway.charge_back(gateway_url, ORDER_ID, 10000, notify=False)
     back = {
         **paid("evt_cb", amount=10000, provider_payment_id=charge),
         "type": "payment.charged_back",
