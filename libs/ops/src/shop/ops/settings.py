@@ -67,6 +67,8 @@ class OpsSettings(BaseSettings):
     order_worker_url: str = "http://127.0.0.1:9101"
     payment_worker_url: str = "http://127.0.0.1:9102"
     notification_worker_url: str = "http://127.0.0.1:9103"
+    gateway_url: str = "http://127.0.0.1:8004"
+    """The development payment gateway (``shopctl pay`` pays an order there)."""
     messaging: MessagingSettings = Field(
         default_factory=lambda: MessagingSettings(transport="kafka")
     )
