@@ -1,7 +1,9 @@
-"""Paying an order as a payment gateway would: the notifications are built and signed by the
-development payment gateway (:mod:`shop.simulators.gateway`) with the secrets of
-``SHOP_OPS_*``, for the amount payment-service's own database says the order is open for,
-and sent to its webhooks."""
+"""Paying an order as a customer would: at the development payment gateway
+(:mod:`shop.simulators.gateway_server`, ``SHOP_OPS_GATEWAY_URL``), for the amount
+payment-service's own database says the order is open for. The gateway records the charge
+in its ledger (what payment-service's worker asks its status API about) and notifies
+payment-service's webhooks as it would. :func:`notices` builds and signs the notifications
+with the secrets of ``SHOP_OPS_*`` for a caller that posts them itself."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import asyncio
 import contextlib
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -22,6 +25,7 @@ from shop.simulators import gateway
 from shop.simulators.gateway import Answer, Notice
 
 _WAIT_INTERVAL: Final = 0.2
+GATEWAY: Final = "the development payment gateway"
 
 Provider = gateway.Format
 """Whose notifications to send: the shop's own signed format, or Midtrans'."""
@@ -123,6 +127,16 @@ async def send_notices(
     return answers
 
 
+@contextlib.contextmanager
+def _refusal_explained() -> Iterator[None]:
+    try:
+        yield
+    except httpx.HTTPStatusError as error:
+        raise OpsError(
+            f"{GATEWAY} refused: {error.response.status_code} {error.response.text[:300]}"
+        ) from error
+
+
 async def pay(
     settings: OpsSettings,
     order: str,
@@ -134,21 +148,23 @@ async def pay(
     out_of_order: bool = False,
     wait: float = 10.0,
 ) -> tuple[PaymentDue, list[Answer]]:
-    """Pay ``order`` (its id or number) through payment-service's webhook, as its gateway
-    would: ``wrong_amount`` pays one more than is due (never applied: a dead letter with
-    the reason), ``repeat`` sends each notification that many times at once (applied
-    once), ``fail`` sends a failed payment, ``out_of_order`` the notifications in the
-    order a network may deliver them."""
+    """Pay ``order`` (its id or number) at the development gateway, which records the charge
+    and notifies payment-service's webhook; the answers are the webhook's. ``wrong_amount``
+    pays one more than is due (never applied: a dead letter with the reason), ``repeat``
+    sends each notification that many times at once (applied once), ``fail`` is a failed
+    payment, ``out_of_order`` the notifications in the order a network may deliver them."""
     due = await payment_due(settings, order, wait=wait)
-    sequence = notices(
-        settings,
-        due,
-        provider=provider,
-        amount=due.amount + 1 if wrong_amount else None,
-        fail=fail,
-        repeat=repeat,
-        out_of_order=out_of_order,
-    )
-    with reaching(PAYMENT_SERVICE, settings.payment_api_url):
-        answers = await gateway.send(settings.payment_api_url, sequence, concurrently=repeat > 1)
+    if repeat < 1:
+        raise OpsError("--repeat must be at least 1")
+    with reaching(GATEWAY, settings.gateway_url), _refusal_explained():
+        answers = await gateway.pay_at_gateway(
+            settings.gateway_url,
+            gateway.Payment(due.order_id, due.amount, due.currency),
+            fmt=provider,
+            amount=due.amount + 1 if wrong_amount else None,
+            fail=fail,
+            times=repeat,
+            out_of_order=out_of_order,
+            concurrently=repeat > 1,
+        )
     return due, answers

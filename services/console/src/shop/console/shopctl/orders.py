@@ -115,7 +115,8 @@ def pay_command(  # noqa: PLR0917 - typer reads each option from a parameter
     ] = 10.0,
     as_json: Json = False,
 ) -> None:
-    """Pay an order through payment-service's webhook, as its payment gateway would."""
+    """Pay an order at the development payment gateway (SHOP_OPS_GATEWAY_URL), which records
+    the charge and notifies payment-service's webhook."""
     due, answers = run(
         pay(
             settings(),
