@@ -35,7 +35,7 @@ from typing import Annotated, Any, Final, Literal
 import httpx
 import typer
 import uvicorn
-from fastapi import FastAPI, Header, HTTPException
+from fastapi import FastAPI, Header, HTTPException, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
@@ -146,6 +146,14 @@ def create_app(state: Gateway) -> FastAPI:
     app.state.gateway = state
     _midtrans_api(app, state)
     _shop_api(app, state)
+
+    @app.exception_handler(MidtransUnauthorized)
+    async def midtrans_unauthorized(_request: Request, _error: Exception) -> JSONResponse:
+        return _midtrans_error(
+            401,
+            "Access denied due to unauthorized transaction, please check client or server key",
+        )
+
     _control_api(app, state)
 
     @app.get("/healthz")
@@ -449,10 +457,14 @@ def _jakarta(moment: datetime) -> str:
 # -- authentication ---------------------------------------------------------------------------
 
 
+class MidtransUnauthorized(Exception):
+    """A call to Midtrans' API without the server key: answered in Midtrans' own shape."""
+
+
 def _midtrans_auth(state: Gateway, authorization: str | None) -> None:
     expected = httpx.BasicAuth(state.keys.midtrans_server_key, "")._auth_header
     if not authorization or not hmac.compare_digest(authorization, expected):
-        raise HTTPException(401, detail={"status_code": "401", "status_message": "Unauthorized"})
+        raise MidtransUnauthorized
 
 
 def _bearer(state: Gateway, authorization: str | None) -> None:
