@@ -28,7 +28,6 @@ import psutil
 from shop.devstack.testing import wait_for_ready
 from shop.ops.payments import NoPaymentOpened, payment_due
 from shop.ops.settings import ENV_FILE_VARIABLE, OpsSettings
-from shop.payment.settings import DEVELOPMENT_MIDTRANS_SERVER_KEY, DEVELOPMENT_WEBHOOK_SECRET
 from shop.simulators import gateway
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,9 +141,9 @@ class RunningShop:
         return str(json.loads(body)["status"])
 
     def gateway_pays(self, order: dict[str, object]) -> bool:
-        """The development payment gateway notifies payment-service that ``order`` is paid,
-        for the amount payment-service opened its payment for; False while it has not opened
-        it yet."""
+        """The customer pays ``order`` at the development payment gateway, for the amount
+        payment-service opened its payment for: the gateway records the charge and notifies
+        payment-service; False while payment-service has not opened the payment yet."""
         reading = OpsSettings(
             environment="development",
             payment_database_url=self.env["SHOP_OPS_PAYMENT_DATABASE_URL"],
@@ -153,10 +152,8 @@ class RunningShop:
             due = asyncio.run(payment_due(reading, str(order["number"])))
         except NoPaymentOpened:
             return False  # its OrderCreated has not reached payment-service yet
-        # The stack runs payment-service on its development secrets.
-        keys = gateway.SigningKeys(DEVELOPMENT_WEBHOOK_SECRET, DEVELOPMENT_MIDTRANS_SERVER_KEY)
-        sequence = gateway.notices(gateway.Payment(due.order_id, due.amount, due.currency), keys)
-        answers = asyncio.run(gateway.send(self.env["SHOP_OPS_PAYMENT_API_URL"], sequence))
+        payment = gateway.Payment(due.order_id, due.amount, due.currency)
+        answers = asyncio.run(gateway.pay_at_gateway(self.env["SHOP_OPS_GATEWAY_URL"], payment))
         return all(answer.accepted for answer in answers)
 
 

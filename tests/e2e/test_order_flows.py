@@ -146,8 +146,26 @@ class Shop:
         return gateway.notices(payment, signing_keys(self.ops), **how)
 
     def send(self, sequence: list[Notice], *, concurrently: bool = False) -> list[Answer]:
+        """Post crafted notifications straight to payment-service's webhooks."""
         return asyncio.run(
             gateway.send(self.ops.payment_api_url, sequence, concurrently=concurrently)
+        )
+
+    def pay(self, order: Order, **how: Any) -> list[Answer]:
+        """The customer pays ``order`` at the development gateway (``how``: the options of
+        :func:`shop.simulators.gateway.pay_at_gateway`), which records the charge and sends
+        its notifications; what payment-service's webhook answered to each."""
+        payment = gateway.Payment(uuid.UUID(order["id"]), order["total"], order["currency"])
+        return asyncio.run(gateway.pay_at_gateway(self.ops.gateway_url, payment, **how))
+
+    def charge(self, order: Order) -> dict[str, Any]:
+        """The gateway's ledger entry for ``order``'s charge."""
+        return asyncio.run(gateway.charge_of(self.ops.gateway_url, uuid.UUID(order["id"])))
+
+    def notify_again(self, order: Order, **how: Any) -> list[Answer]:
+        """The gateway sends its notifications about ``order`` again, word for word."""
+        return asyncio.run(
+            gateway.notify_again(self.ops.gateway_url, uuid.UUID(order["id"]), **how)
         )
 
     # -- the services' own databases ------------------------------------------------------
@@ -298,12 +316,13 @@ def a_paid_order_gets_one_confirmation_and_one_receipt(shop: Shop) -> None:
     order = customer.checkout(PAID_SKU)
     until(lambda: shop.payment(order), "payment-service to open the order's payment")
 
-    assert accepted_repeats(shop.send(shop.notices(order))) == [False]
+    assert accepted_repeats(shop.pay(order)) == [False]
 
     until(lambda: customer.status(order) == "paid", "the order to read paid")
     text = until(lambda: shop.invoice_text(order), "the receipt with its invoice")
     assert order["number"] in text
-    assert "Payment reference: evt_" in text
+    # The reference is the gateway's own for the charge, as its status API gave it.
+    assert f"Payment reference: {shop.charge(order)['charge_id']}" in text
     until(lambda: shop.emails(order)["confirmation"], "the order's confirmation")
 
     # Its window passes as well: the deadline reaches order-worker after the order was paid,
@@ -364,9 +383,9 @@ def repeated_and_out_of_order_notifications_pay_once(shop: Shop, provider: Forma
     # Two notifications, out of order (Midtrans' settlement before its pending notice, the
     # shop's success before the failure of an earlier attempt), each three times; then the
     # whole lot again at once, as a gateway retrying on slow answers sends them.
-    sequence = shop.notices(order, fmt=provider, times=3, out_of_order=True)
-    assert accepted_repeats(shop.send(sequence)) == [False, True, True, False, True, True]
-    assert all(accepted_repeats(shop.send(sequence, concurrently=True)))
+    answers = shop.pay(order, fmt=provider, times=3, out_of_order=True)
+    assert accepted_repeats(answers) == [False, True, True, False, True, True]
+    assert all(accepted_repeats(shop.notify_again(order, every=True, concurrently=True)))
 
     until(lambda: customer.status(order) == "paid", "the order to read paid")
     kept = until(lambda: shop.applied_notifications(order, 2), "both notifications applied")
@@ -391,11 +410,11 @@ def a_notification_ahead_of_its_order_pays_once(shop: Shop, provider: Format) ->
     # Straight after the checkout, before payment-service has (most likely) consumed the
     # order's OrderCreated: its worker retries the notification until the payment is open.
     # Midtrans sends a pending notice, then the settlement.
-    sequence = shop.notices(order, fmt=provider)
-    assert not any(accepted_repeats(shop.send(sequence)))
+    answers = shop.pay(order, fmt=provider)
+    assert not any(accepted_repeats(answers))
 
     until(lambda: customer.status(order) == "paid", "the order to read paid")
-    kept = until(lambda: shop.applied_notifications(order, len(sequence)), "notifications applied")
+    kept = until(lambda: shop.applied_notifications(order, len(answers)), "notifications applied")
     assert [row["outcome"] for row in kept].count("paid") == 1, kept
     until(lambda: shop.emails(order)["receipt"], "the receipt")
     # As above: one PaymentReceived, one OrderPaid, so one receipt.
@@ -411,10 +430,10 @@ def a_payment_of_the_wrong_amount_pays_nothing(shop: Shop) -> None:
 
     paid = order["total"] + 1000
     # The webhook takes it (the signature is good); the amount is for the worker to judge.
-    assert accepted_repeats(shop.send(shop.notices(order, amount=paid))) == [False]
+    assert accepted_repeats(shop.pay(order, amount=paid)) == [False]
 
     [letter] = until(lambda: shop.dead_letters(order), "the ProcessPayment's dead letter")
-    reason = f"paid {paid} {order['currency']}, but the order is {order['total']}"
+    reason = f"took {paid} {order['currency']}, but the order is {order['total']}"
     assert letter.message_type == "payment.process"
     assert reason in letter.error_message
     assert letter.attempts == 1, "a permanent failure is not retried"
@@ -464,7 +483,7 @@ def a_payment_for_a_cancelled_order_is_a_refund_due(shop: Shop) -> None:
     # The money comes once every service knows of the cancellation.
     until(lambda: shop.payment_status(order) == "expired", "payment-service to expire it")
 
-    assert accepted_repeats(shop.send(shop.notices(order))) == [False]
+    assert accepted_repeats(shop.pay(order)) == [False]
 
     [conflict] = until(lambda: shop.conflicts(order), "order-service to record the refund due")
     assert conflict["action"] == "refund_due"
@@ -492,7 +511,7 @@ def an_unpaid_order_expires_and_a_late_payment_is_a_refund_due(shop: Shop) -> No
     until(lambda: shop.payment_status(order) == "expired", "payment-service to expire it")
 
     # A gateway taking the money after the window closed: still accepted, never applied.
-    assert accepted_repeats(shop.send(shop.notices(order))) == [False]
+    assert accepted_repeats(shop.pay(order)) == [False]
     [conflict] = until(lambda: shop.conflicts(order), "order-service to record the refund due")
     assert conflict["action"] == "refund_due"
     assert shop.logged("order-worker", "refund due", order["id"])
