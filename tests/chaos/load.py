@@ -1,13 +1,13 @@
 """The traffic the chaos suite puts through the shop while it is under fire, as a frontend
-and a payment gateway would send it: orders placed at a steady rate, most of them paid
-(in the shop's format or Midtrans', some notifications sent twice), a few cancelled by
-their customer, a few paid the wrong amount (deliberate poison: their payments go to the
-dead-letter queue).
+and customers paying at the development payment gateway would send it: orders placed at a
+steady rate, most of them paid (in the shop's format or Midtrans', some notifications sent
+twice), a few cancelled by their customer, a few paid the wrong amount (deliberate poison:
+their payments go to the dead-letter queue).
 
 A request that dies with the process answering it (the suite kills APIs mid-request)
 is sent again as a client would: a checkout with the same ``Idempotency-Key``, a webhook
-with the same event, a cancellation by asking again. A refusal (4xx) is never retried: it
-fails the run, since none of this traffic is invalid."""
+with the same event (the gateway sends it again), a cancellation by asking again. A refusal
+(4xx) is never retried: it fails the run, since none of this traffic is invalid."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 import httpx
 
 from shop.ops.databases import connected
-from shop.ops.payments import PaymentDue, notices
+from shop.ops.payments import PaymentDue
 from shop.ops.settings import PAYMENT_SERVICE, OpsSettings
 from shop.ops.tokens import customer_token
 from shop.simulators import gateway
@@ -37,6 +37,15 @@ CUSTOMERS: Final = 20
 _RETRY_PAUSE: Final = 0.3
 _GIVE_UP_AFTER: Final = 300.0
 """A request still failing after this long means the shop did not come back: fail."""
+
+
+async def _unless_slow(call: Awaitable[list[gateway.Answer]]) -> list[gateway.Answer]:
+    """The gateway's answer, or none when it took too long: it sends again what a killed
+    payment-api left unanswered, which may outlast the call (the charge is recorded first)."""
+    try:
+        return await call
+    except httpx.TimeoutException:
+        return []
 
 
 class ShopRefused(AssertionError):
@@ -114,10 +123,7 @@ class Load:
         self._ended = False
 
     async def run(self) -> None:
-        async with (
-            httpx.AsyncClient(base_url=self.settings.order_api_url, timeout=20) as shop,
-            httpx.AsyncClient(base_url=self.settings.payment_api_url, timeout=20) as payments,
-        ):
+        async with httpx.AsyncClient(base_url=self.settings.order_api_url, timeout=20) as shop:
             watcher = asyncio.create_task(self._watch_payments_open())
             customers = []
             try:
@@ -129,7 +135,7 @@ class Load:
                     await asyncio.sleep(
                         max(0.0, began + order.index / self.rate - time.monotonic())
                     )
-                    customers.append(asyncio.create_task(self._customer(order, shop, payments)))
+                    customers.append(asyncio.create_task(self._customer(order, shop)))
                     self._launched += 1
                 everyone: asyncio.Future[list[None]] = asyncio.gather(*customers)
                 # The watcher runs until cancelled: done first, it failed, and the customers
@@ -157,9 +163,7 @@ class Load:
 
     # -- one customer ---------------------------------------------------------------------
 
-    async def _customer(
-        self, order: PlannedOrder, shop: httpx.AsyncClient, payments: httpx.AsyncClient
-    ) -> None:
+    async def _customer(self, order: PlannedOrder, shop: httpx.AsyncClient) -> None:
         await self._checkout(order, shop)
         if order.plan == "cancel":
             await self._cancel(order, shop)
@@ -167,7 +171,7 @@ class Load:
             assert order.id is not None
             opened = self._opened.setdefault(order.id, asyncio.get_running_loop().create_future())
             order.due = await opened
-            await self._pay(order, payments)
+            await self._pay(order)
         order.settled = True
 
     async def _checkout(self, order: PlannedOrder, shop: httpx.AsyncClient) -> None:
@@ -196,23 +200,47 @@ class Load:
         if reply.status_code != 200:
             raise ShopRefused(f"cancel {order.number}: {reply.status_code} {reply.text[:300]}")
 
-    async def _pay(self, order: PlannedOrder, payments: httpx.AsyncClient) -> None:
+    async def _pay(self, order: PlannedOrder) -> None:
+        """The customer pays at the development gateway, which records the charge and
+        notifies payment-service (sending again, with backoff, what was not answered). What
+        payment-service's webhook still had not taken, the gateway is asked to send again,
+        word for word, until it is taken: the same events, so never paid twice."""
         assert order.due is not None
-        wrong = order.due.amount + 1 if order.plan == "wrong_amount" else None
-        sequence = notices(
-            self.settings, order.due, provider=order.provider, amount=wrong, repeat=order.repeat
-        )
-        for notice in sequence:
-            reply = await self._until_answered(
-                "payment-api",
-                lambda notice=notice: payments.post(  # type: ignore[misc]
-                    notice.path, content=notice.body, headers=notice.headers
-                ),
+        assert order.id is not None
+        due = order.due
+        wrong = due.amount + 1 if order.plan == "wrong_amount" else None
+        answers = await _unless_slow(
+            gateway.pay_at_gateway(
+                self.settings.gateway_url,
+                gateway.Payment(due.order_id, due.amount, due.currency),
+                fmt=order.provider,
+                amount=wrong,
+                times=order.repeat,
             )
-            if reply.status_code != 200:
-                raise ShopRefused(
-                    f"webhook of {order.number}: {reply.status_code} {reply.text[:300]}"
-                )
+        )
+        deadline = time.monotonic() + _GIVE_UP_AFTER
+        while True:
+            self._count_webhook_answers(answers)
+            refused = [a for a in answers if 400 <= a.status < 500]
+            if refused:
+                raise ShopRefused(f"webhook of {order.number}: {refused[0]}")
+            if answers and all(answer.accepted for answer in answers):
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"payment-api gave no answer for {_GIVE_UP_AFTER:g} s")
+            await asyncio.sleep(_RETRY_PAUSE)
+            answers = await _unless_slow(
+                gateway.notify_again(self.settings.gateway_url, order.id, every=True)
+            )
+
+    def _count_webhook_answers(self, answers: list[gateway.Answer]) -> None:
+        api = "payment-api"
+        self.figures.requests[api] += len(answers)
+        for answer in answers:
+            if answer.status == gateway.UNDELIVERED and not answer.body.startswith("Connect"):
+                self.figures.cut[api] += 1
+            elif answer.status == gateway.UNDELIVERED or answer.status >= 500:
+                self.figures.refused[api] += 1
 
     async def _until_answered(
         self, api: str, send: Callable[[], Awaitable[httpx.Response]]
