@@ -1,6 +1,7 @@
 """Realistic traffic through the running shop, end to end: ``orders`` checkouts (a few
 customers, one or two products each, at most ``concurrency`` requests at once), each paid
-through payment-service's webhook once payment-service has opened its payment, then
+at the development payment gateway (which notifies payment-service's webhook) once
+payment-service has opened its payment, then
 awaited until notification-service has sent both its e-mails (the confirmation and the
 receipt), as its database's sent-log records them.
 
@@ -41,8 +42,7 @@ from shop.ops.frontend import (
     place_order,
     products,
 )
-from shop.ops.http import TIMEOUT
-from shop.ops.payments import PaymentDue, notices, send_notices
+from shop.ops.payments import PaymentDue, pay_at_gateway
 from shop.ops.settings import NOTIFICATION_SERVICE, ORDER_SERVICE, PAYMENT_SERVICE, OpsSettings
 from shop.ops.tokens import customer_token
 
@@ -209,17 +209,14 @@ class _Demo:
 
     async def run(self) -> DemoSummary:
         self.baseline = await _counts(self.settings)
-        async with (
-            order_api(self.settings) as shop,
-            httpx.AsyncClient(base_url=self.settings.payment_api_url, timeout=TIMEOUT) as payments,
-        ):
+        async with order_api(self.settings) as shop:
             catalogue = _Catalogue(await products(shop, self.settings), self.seed)
             if catalogue.units < len(self.orders):
                 raise OpsError(
                     f"the catalogue has {catalogue.units} items in stock, too few for "
                     f"{len(self.orders)} orders"
                 )
-            customers = [self._customer(o, shop, payments, catalogue) for o in self.orders]
+            customers = [self._customer(o, shop, catalogue) for o in self.orders]
             tasks = [asyncio.create_task(c) for c in customers]
             try:
                 await self._follow(tasks)
@@ -233,7 +230,6 @@ class _Demo:
         self,
         order: _Order,
         shop: httpx.AsyncClient,
-        payments: httpx.AsyncClient,
         catalogue: _Catalogue,
     ) -> None:
         lines = catalogue.cart()
@@ -254,7 +250,7 @@ class _Demo:
         assert order.due is not None
         async with self.slots:
             order.payment_sent_at = datetime.now(UTC)
-            answers = await send_notices(payments, self.settings, notices(self.settings, order.due))
+            answers = await pay_at_gateway(self.settings, order.due)
         refused_payment = [a for a in answers if not a.accepted]
         if refused_payment:
             first = refused_payment[0]

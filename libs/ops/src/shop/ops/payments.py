@@ -127,6 +127,32 @@ async def send_notices(
     return answers
 
 
+async def pay_at_gateway(
+    settings: OpsSettings,
+    due: PaymentDue,
+    *,
+    provider: Provider = Provider.SHOP,
+    amount: int | None = None,
+    fail: bool = False,
+    repeat: int = 1,
+    out_of_order: bool = False,
+) -> list[Answer]:
+    """The customer pays ``due`` (``amount`` instead when given) at the development gateway
+    (``SHOP_OPS_GATEWAY_URL``): it records the charge and notifies payment-service's webhook,
+    each notification ``repeat`` times (at once when more than one); the webhook's answers."""
+    with reaching(GATEWAY, settings.gateway_url), _refusal_explained():
+        return await gateway.pay_at_gateway(
+            settings.gateway_url,
+            gateway.Payment(due.order_id, due.amount, due.currency),
+            fmt=provider,
+            amount=amount,
+            fail=fail,
+            times=repeat,
+            out_of_order=out_of_order,
+            concurrently=repeat > 1,
+        )
+
+
 @contextlib.contextmanager
 def _refusal_explained() -> Iterator[None]:
     try:
@@ -156,15 +182,13 @@ async def pay(
     due = await payment_due(settings, order, wait=wait)
     if repeat < 1:
         raise OpsError("--repeat must be at least 1")
-    with reaching(GATEWAY, settings.gateway_url), _refusal_explained():
-        answers = await gateway.pay_at_gateway(
-            settings.gateway_url,
-            gateway.Payment(due.order_id, due.amount, due.currency),
-            fmt=provider,
-            amount=due.amount + 1 if wrong_amount else None,
-            fail=fail,
-            times=repeat,
-            out_of_order=out_of_order,
-            concurrently=repeat > 1,
-        )
+    answers = await pay_at_gateway(
+        settings,
+        due,
+        provider=provider,
+        amount=due.amount + 1 if wrong_amount else None,
+        fail=fail,
+        repeat=repeat,
+        out_of_order=out_of_order,
+    )
     return due, answers
