@@ -94,6 +94,24 @@ class RunningShop:
     def log(self, process: str) -> str:
         return (self.workdir / "logs" / f"{process}.log").read_text(errors="replace")
 
+    @contextmanager
+    def paused(self, process: str) -> Iterator[None]:
+        """``process`` of this stack (``order-worker``…) stopped (SIGSTOP) for the block: its
+        connections stay open, nothing it does happens; SIGCONT after, whatever happened."""
+        folder = str(self.workdir)
+        found = [
+            candidate
+            for candidate in psutil.process_iter(["cmdline"])
+            if _is_process(candidate, process, folder)
+        ]
+        assert len(found) == 1, f"{len(found)} {process} processes of {folder}"
+        [stopped] = found
+        stopped.send_signal(signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            stopped.send_signal(signal.SIGCONT)
+
     def ops_settings(self) -> OpsSettings:
         """What ``shopctl`` reads for this stack: its ``shop.env``."""
         with mock.patch.dict(os.environ, {ENV_FILE_VARIABLE: str(self.workdir / "shop.env")}):
@@ -249,3 +267,14 @@ def _ports_served_by_others(workdir: Path, children: list[psutil.Process]) -> li
         and connection.pid is not None  # unknown when the process is another user's
         and connection.pid not in ours
     )
+
+
+def _is_process(candidate: psutil.Process, process: str, folder: str) -> bool:
+    """Whether ``candidate`` is ``process`` (``order-worker`` runs ``shop.order.worker``) of
+    the stack in ``folder`` (its environment names the folder's files)."""
+    module = "shop." + process.replace("-", ".")
+    try:
+        command = candidate.info["cmdline"] or []
+        return module in command and any(folder in value for value in candidate.environ().values())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False

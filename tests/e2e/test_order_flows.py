@@ -20,11 +20,13 @@ import email.policy
 import functools
 import io
 import json
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from email.parser import BytesHeaderParser
 from pathlib import Path
@@ -38,6 +40,7 @@ from pypdf.errors import PdfReadError
 from shop.ops.databases import connected
 from shop.ops.deadletters import DeadLetterEntry, DeadLetterQuery, list_dead_letters
 from shop.ops.payments import signing_keys
+from shop.ops.reconciliation import Reconciliation, reconcile
 from shop.ops.settings import ORDER_SERVICE, PAYMENT_SERVICE, OpsSettings
 from shop.ops.tokens import customer_token
 from shop.simulators import gateway
@@ -53,9 +56,14 @@ WINDOW_SECONDS = 60
 the other scenarios run, long enough for those that pay an order to pay it first even when
 the embedded broker stalls (a produce once went unanswered for the producer's whole 40 s
 request timeout before it was retried and sent, and a 30 s window ended first)."""
-PAST_THE_WINDOW = WINDOW_SECONDS + 60
-"""How long to wait for what happens at an order's deadline: its window, then the relay
-publishing the deadline and the worker handling it on a busy machine."""
+GRACE_SECONDS = 5
+"""payment-service's grace after the window, for notifications in flight."""
+PAST_THE_WINDOW = WINDOW_SECONDS + GRACE_SECONDS + 60
+"""How long to wait for what happens at an order's deadline: its window and grace, then the
+relay publishing the expiry and the workers handling it on a busy machine."""
+EARLY_BY_SECONDS = 60
+"""How long a notification waits for its order's OrderCreated in the long-early scenario:
+longer than the retry budget that used to run out on it (2+4+8+16 s)."""
 
 # Each scenario's own product: its stock then moves with that scenario's orders alone.
 PAID_SKU = "SUN-SPF50-50"
@@ -66,11 +74,19 @@ WRONG_AMOUNT_SKU = "MASK-CLAY-100"
 CANCELLED_SKU = "SERUM-VITC-20"
 REFUND_SKU = "MOIST-CERA-50"
 EXPIRY_SKU = "SERUM-NIA-30"
+MONEY_SKU = "LIP-BALM-10"
+"""The money scenarios' product: they count no stock, so they share it."""
+LONG_EARLY_SKU = "SERUM-RET-30"
 
 SUBJECTS = {
     "confirmation": "Order {number} confirmed",
     "receipt": "Receipt for order {number}",
     "cancellation": "Order {number} cancelled",
+    "refund": "Refund for order {number}",
+    "partial refund": "Partial refund for order {number}",
+    "refund completed": "Refund for order {number} completed",
+    "late payment refund": "Your payment for cancelled order {number} refunded",
+    "chargeback": "Payment for order {number} reversed by your bank",
 }
 """What notification-service calls each e-mail it sends about an order."""
 
@@ -223,16 +239,32 @@ class Shop:
         )
         return Counter(str(row["message_type"]) for row in rows)
 
-    def deadline_handled(self, order: Order) -> bool:
-        """Whether order-worker has consumed ``order``'s payment deadline (its inbox holds
-        the scheduled CancelUnpaidOrder's event)."""
-        rows = self._fetch(
-            ORDER_SERVICE,
-            "SELECT 1 FROM inbox JOIN outbox USING (event_id) "
-            "WHERE outbox.key = $1 AND outbox.message_type = 'order.cancel_unpaid'",
-            str(order["id"]),
+    def window_over(self, order: Order) -> bool:
+        """Whether payment-worker has handled ``order``'s payment window ending (its
+        scheduled ExpirePayment), whatever it found."""
+        return self.logged("payment-worker", "payment window over", order["id"])
+
+    def refunds_at_gateway(self, order: Order) -> list[int]:
+        """The amounts the gateway's ledger lists as refunded on ``order``'s charge."""
+        charge = self.charge(order)
+        refunds = charge.get("refunds") or [
+            r for r in charge.get("reversals", []) if r.get("kind") == "refund"
+        ]
+        return [int(float(r.get("refund_amount", r.get("amount", 0)))) for r in refunds]
+
+    def refund_at_gateway(self, order: Order, amount: int | None = None) -> list[Answer]:
+        return asyncio.run(
+            gateway.refund_at_gateway(self.ops.gateway_url, uuid.UUID(order["id"]), amount)
         )
-        return bool(rows)
+
+    def charge_back(self, order: Order, amount: int | None = None) -> list[Answer]:
+        return asyncio.run(
+            gateway.charge_back(self.ops.gateway_url, uuid.UUID(order["id"]), amount)
+        )
+
+    def reconcile(self) -> Reconciliation:
+        """What ``shopctl reconcile`` does and prints."""
+        return asyncio.run(reconcile(self.ops))
 
     def dead_letters(self, order: Order) -> list[DeadLetterEntry]:
         """payment-service's dead letters about ``order``, as ``shopctl dlq list`` finds them."""
@@ -325,15 +357,14 @@ def a_paid_order_gets_one_confirmation_and_one_receipt(shop: Shop) -> None:
     assert f"Payment reference: {shop.charge(order)['charge_id']}" in text
     until(lambda: shop.emails(order)["confirmation"], "the order's confirmation")
 
-    # Its window passes as well: the deadline reaches order-worker after the order was paid,
-    # and a paid order is left as it is.
-    until(lambda: shop.deadline_handled(order), "the order's deadline", within=PAST_THE_WINDOW)
+    # Its window passes as well: payment-worker's expiry finds the payment paid, and a paid
+    # order is left as it is.
+    until(lambda: shop.window_over(order), "the order's window to end", within=PAST_THE_WINDOW)
     assert customer.status(order) == "paid"
     # order-service published the order's creation and its payment once each and nothing
     # else about it, so these are the only e-mails notification-service can send about it.
-    assert shop.published(ORDER_SERVICE, order) == Counter(
-        {"order.created": 1, "order.paid": 1, "order.cancel_unpaid": 1}
-    )
+    assert shop.published(ORDER_SERVICE, order) == Counter({"order.created": 1, "order.paid": 1})
+    assert shop.published(PAYMENT_SERVICE, order)["payment.expired"] == 0
     assert shop.emails(order) == Counter({"confirmation": 1, "receipt": 1})
     assert shop.recipients(order) == {customer.email}
 
@@ -475,7 +506,7 @@ def a_customer_cancels_an_unpaid_order(shop: Shop) -> None:
     assert shop.recipients(order) == {customer.email}
 
 
-def a_payment_for_a_cancelled_order_is_a_refund_due(shop: Shop) -> None:
+def a_payment_for_a_cancelled_order_is_refunded_once_and_told(shop: Shop) -> None:
     customer = shop.customer("refund")
     order = customer.checkout(REFUND_SKU)
     until(lambda: shop.payment(order), "payment-service to open the order's payment")
@@ -485,21 +516,17 @@ def a_payment_for_a_cancelled_order_is_a_refund_due(shop: Shop) -> None:
 
     assert accepted_repeats(shop.pay(order)) == [False]
 
-    [conflict] = until(lambda: shop.conflicts(order), "order-service to record the refund due")
-    assert conflict["action"] == "refund_due"
-    assert conflict["order_status"] == "cancelled"
-    assert (conflict["amount"], conflict["currency"]) == (order["total"], order["currency"])
-    assert shop.logged("order-worker", "refund due", order["id"])
+    until(lambda: shop.payment_status(order) == "refunded", "the money to be refunded")
+    assert shop.refunds_at_gateway(order) == [order["total"]], "refunded once, in full"
+    until(lambda: shop.emails(order)["late payment refund"], "the refund's e-mail")
     assert customer.status(order) == "cancelled"
-    # The money did arrive: payment-service keeps it paid; the refund is a person's to make.
-    assert shop.payment_status(order) == "paid"
-    # order-service recorded the conflict instead of OrderPaid, in the transaction that
-    # consumed the payment: with the record there, no OrderPaid exists or will.
+    assert shop.published(PAYMENT_SERVICE, order)["payment.received"] == 0
     assert shop.published(ORDER_SERVICE, order)["order.paid"] == 0
     assert shop.emails(order)["receipt"] == 0
+    assert shop.emails(order)["late payment refund"] == 1
 
 
-def an_unpaid_order_expires_and_a_late_payment_is_a_refund_due(shop: Shop) -> None:
+def an_unpaid_order_expires_and_a_late_payment_is_refunded_once_and_told(shop: Shop) -> None:
     customer = shop.customer("expiry")
     in_stock = shop.stock_of(EXPIRY_SKU)
     order = customer.checkout(EXPIRY_SKU, quantity=2)
@@ -508,21 +535,157 @@ def an_unpaid_order_expires_and_a_late_payment_is_a_refund_due(shop: Shop) -> No
     until(lambda: customer.status(order) == "cancelled", "its expiry", within=PAST_THE_WINDOW)
     assert shop.stock_of(EXPIRY_SKU) == in_stock
     until(lambda: shop.emails(order)["cancellation"], "the cancellation e-mail")
-    until(lambda: shop.payment_status(order) == "expired", "payment-service to expire it")
+    assert shop.payment_status(order) == "expired", "cancelled because its payment expired"
+    assert shop.published(PAYMENT_SERVICE, order)["payment.expired"] == 1
 
-    # A gateway taking the money after the window closed: still accepted, never applied.
+    # A gateway taking the money after the window closed: taken back, never applied.
     assert accepted_repeats(shop.pay(order)) == [False]
-    [conflict] = until(lambda: shop.conflicts(order), "order-service to record the refund due")
-    assert conflict["action"] == "refund_due"
-    assert shop.logged("order-worker", "refund due", order["id"])
+    until(lambda: shop.payment_status(order) == "refunded", "the late payment refunded")
+    assert shop.refunds_at_gateway(order) == [order["total"]]
+    until(lambda: shop.emails(order)["late payment refund"], "the refund's e-mail")
     assert customer.status(order) == "cancelled"
-    assert shop.published(ORDER_SERVICE, order)["order.paid"] == 0  # as for a refund above
+    assert shop.published(ORDER_SERVICE, order)["order.paid"] == 0
     assert shop.emails(order)["receipt"] == 0
+
+
+def a_signed_cancel_edited_into_a_settlement_pays_nothing_and_is_flagged(shop: Shop) -> None:
+    customer = shop.customer("forged")
+    order = customer.checkout(MONEY_SKU)
+    until(lambda: shop.payment(order), "payment-service to open the order's payment")
+    # The customer's card payment is cancelled at Midtrans, which notifies (status 200).
+    shop.pay(order, fmt=Format.MIDTRANS, outcome="cancel")
+    transaction = shop.charge(order)["transaction_id"]
+    until(lambda: shop.payment_status(order) == "failed", "the cancel to be applied")
+    # Whoever holds that signed body edits its status: the signature still holds.
+    genuine = gateway.midtrans_notice(
+        gateway.Payment(uuid.UUID(order["id"]), order["total"], order["currency"]),
+        signing_keys(shop.ops).midtrans_server_key,
+        status="cancel",
+        amount=order["total"],
+        transaction_id=transaction,
+    )
+    edited = json.loads(genuine.body)
+    edited["transaction_status"] = "settlement"
+    forged = Notice(genuine.path, json.dumps(edited).encode(), genuine.headers, "forged")
+
+    assert accepted_repeats(shop.send([forged])) == [False]
+
+    [letter] = until(lambda: shop.dead_letters(order), "the forged notification's dead letter")
+    assert "says 'settlement', the gateway says 'cancel'" in letter.error_message
+    payment = shop.payment(order)
+    assert payment is not None
+    assert payment["status"] == "failed"
+    assert "the gateway says 'cancel'" in str(payment["flagged"])
+    assert customer.status(order) == "pending"
+    assert shop.published(PAYMENT_SERVICE, order)["payment.received"] == 0
+
+
+def a_settlement_just_before_the_deadline_whose_notice_is_late_ends_paid(shop: Shop) -> None:
+    customer = shop.customer("deadline")
+    order = customer.checkout(MONEY_SKU)
+    until(lambda: shop.payment(order), "payment-service to open the order's payment")
+    placed = datetime.fromisoformat(order["created_at"])
+    pay_at = placed + timedelta(seconds=WINDOW_SECONDS - 1)
+    time.sleep(max(0.0, (pay_at - datetime.now(UTC)).total_seconds()))
+
+    # Paid a second before the window ends; the notification held back past the deadline.
+    shop.pay(order, notify_after=GRACE_SECONDS + 20)
+
+    until(
+        lambda: customer.status(order) == "paid", "the order to read paid", within=PAST_THE_WINDOW
+    )
+    until(lambda: shop.emails(order)["receipt"], "the receipt")
+    assert shop.published(PAYMENT_SERVICE, order)["payment.expired"] == 0
+    assert shop.emails(order)["cancellation"] == 0
+    assert shop.refunds_at_gateway(order) == []
+
+
+def two_partial_refunds_end_refunded_each_with_its_email(shop: Shop) -> None:
+    customer = shop.customer("partial")
+    order = customer.checkout(MONEY_SKU, quantity=2)
+    until(lambda: shop.payment(order), "payment-service to open the order's payment")
+    shop.pay(order)
+    until(lambda: customer.status(order) == "paid", "the order to read paid")
+    half = order["total"] // 2
+
+    shop.refund_at_gateway(order, half)
+    until(lambda: customer.status(order) == "partially_refunded", "the first refund recorded")
+    until(lambda: shop.emails(order)["partial refund"], "the first refund's e-mail")
+    shop.refund_at_gateway(order, order["total"] - half)
+
+    until(lambda: customer.status(order) == "refunded", "the second refund recorded")
+    until(lambda: shop.emails(order)["refund completed"], "the second refund's e-mail")
+    assert shop.payment_status(order) == "refunded"
+    assert shop.published(PAYMENT_SERVICE, order)["payment.reversed"] == 2
+    assert shop.emails(order)["partial refund"] == 1
+
+
+def a_chargeback_after_paid_ends_charged_back_with_its_email(shop: Shop) -> None:
+    customer = shop.customer("chargeback")
+    order = customer.checkout(MONEY_SKU)
+    until(lambda: shop.payment(order), "payment-service to open the order's payment")
+    shop.pay(order, fmt=Format.MIDTRANS)
+    until(lambda: customer.status(order) == "paid", "the order to read paid")
+
+    shop.charge_back(order)
+
+    until(lambda: customer.status(order) == "charged_back", "the chargeback recorded")
+    until(lambda: shop.emails(order)["chargeback"], "the chargeback's e-mail")
+    assert shop.payment_status(order) == "charged_back"
+
+
+def a_refund_after_paid_ends_refunded_with_its_email(shop: Shop) -> None:
+    customer = shop.customer("reversal")
+    order = customer.checkout(MONEY_SKU)
+    until(lambda: shop.payment(order), "payment-service to open the order's payment")
+    shop.pay(order)
+    until(lambda: customer.status(order) == "paid", "the order to read paid")
+
+    shop.refund_at_gateway(order)
+
+    until(lambda: customer.status(order) == "refunded", "the refund recorded")
+    until(lambda: shop.emails(order)["refund"], "the refund's e-mail")
+    assert shop.emails(order)["receipt"] == 1
+
+
+def a_settlement_whose_notification_was_lost_is_found_by_reconciliation(shop: Shop) -> None:
+    customer = shop.customer("reconciled")
+    order = customer.checkout(MONEY_SKU)
+    until(lambda: shop.payment(order), "payment-service to open the order's payment")
+    shop.pay(order, notify=False)  # the gateway took the money; its notification is lost
+    assert shop.notifications(order) == []
+
+    report = shop.reconcile()
+
+    found = [f for f in report.findings if f.order_id == order["id"]]
+    assert [(f.kind, f.repaired) for f in found] == [("settlement_missed", True)]
+    until(lambda: customer.status(order) == "paid", "the order to read paid")
+    until(lambda: shop.emails(order)["receipt"], "the receipt")
+
+
+def a_notification_a_minute_ahead_of_its_order_pays_once(shop: Shop) -> None:
+    customer = shop.customer("long-early")
+    # order-service's worker (and its relay) held: the order's OrderCreated waits in its
+    # outbox while the customer pays and the gateway notifies.
+    with shop.running.paused("order-worker"):
+        order = customer.checkout(LONG_EARLY_SKU)
+        assert accepted_repeats(shop.pay(order)) == [False]
+        time.sleep(EARLY_BY_SECONDS)
+        assert shop.payment(order) is None, "OrderCreated is not out yet"
+        [kept] = shop.notifications(order)
+        assert kept["outcome"] is None, "kept, waiting for its payment"
+
+    until(lambda: customer.status(order) == "paid", "the order to read paid")
+    until(lambda: shop.emails(order)["receipt"], "the receipt")
+    assert shop.published(PAYMENT_SERVICE, order)["payment.received"] == 1
+    assert shop.dead_letters(order) == []
 
 
 SCENARIOS: dict[str, Callable[[Shop], None]] = {
     # First, so that its window runs while the others proceed.
-    "expiry": an_unpaid_order_expires_and_a_late_payment_is_a_refund_due,
+    "expiry": an_unpaid_order_expires_and_a_late_payment_is_refunded_once_and_told,
+    "deadline": a_settlement_just_before_the_deadline_whose_notice_is_late_ends_paid,
+    "long early": a_notification_a_minute_ahead_of_its_order_pays_once,
     "wrong amount": a_payment_of_the_wrong_amount_pays_nothing,
     "paid": a_paid_order_gets_one_confirmation_and_one_receipt,
     "replay": a_replayed_checkout_makes_one_order,
@@ -539,7 +702,12 @@ SCENARIOS: dict[str, Callable[[Shop], None]] = {
         for provider in PROVIDERS
     },
     "cancel": a_customer_cancels_an_unpaid_order,
-    "refund": a_payment_for_a_cancelled_order_is_a_refund_due,
+    "refund": a_payment_for_a_cancelled_order_is_refunded_once_and_told,
+    "forged": a_signed_cancel_edited_into_a_settlement_pays_nothing_and_is_flagged,
+    "partial refunds": two_partial_refunds_end_refunded_each_with_its_email,
+    "chargeback": a_chargeback_after_paid_ends_charged_back_with_its_email,
+    "reversal": a_refund_after_paid_ends_refunded_with_its_email,
+    "reconciliation": a_settlement_whose_notification_was_lost_is_found_by_reconciliation,
 }
 
 
@@ -552,8 +720,14 @@ def scenarios(
 ) -> Iterator[dict[str, Future[None]]]:
     transport = str(request.param)
     workdir = tmp_path_factory.mktemp(f"flows-{transport}") / "stack"
-    window = {"SHOP_ORDER_PAYMENT_WINDOW_SECONDS": str(WINDOW_SECONDS)}
-    with running_shop(workdir, transport, window) as running:
+    money = {
+        "SHOP_PAYMENT_PAYMENT_WINDOW_SECONDS": str(WINDOW_SECONDS),
+        "SHOP_PAYMENT_EXPIRY_GRACE_SECONDS": str(GRACE_SECONDS),
+        # Reconciled on demand (the scenario asks), with nothing left out as in flight.
+        "SHOP_PAYMENT_RECONCILE_INTERVAL_SECONDS": "3600",
+        "SHOP_PAYMENT_RECONCILE_SETTLING_SECONDS": "0",
+    }
+    with running_shop(workdir, transport, money) as running:
         shop = Shop(running, running.ops_settings())
         # Leaving the pool waits for every scenario, before the stack stops.
         with ThreadPoolExecutor(len(SCENARIOS), thread_name_prefix=transport) as pool:
@@ -598,13 +772,55 @@ def test_a_customer_cancelling_an_unpaid_order_gets_the_stock_back_an_email_and_
     scenarios["cancel"].result()
 
 
-def test_a_payment_for_a_cancelled_order_is_recorded_as_a_refund_due_and_sends_no_receipt(
+def test_a_payment_for_a_cancelled_order_is_refunded_once_through_the_gateway_and_told(
     scenarios: dict[str, Future[None]],
 ) -> None:
     scenarios["refund"].result()
 
 
-def test_an_order_unpaid_past_its_window_is_cancelled_with_its_stock_back_and_paid_late_is_a_refund(
+def test_a_signed_midtrans_cancel_edited_into_a_settlement_pays_nothing_and_is_flagged(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["forged"].result()
+
+
+def test_a_settlement_a_second_before_the_deadline_with_its_notice_held_back_ends_paid(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["deadline"].result()
+
+
+def test_two_partial_refunds_at_the_gateway_end_refunded_each_with_its_email(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["partial refunds"].result()
+
+
+def test_a_chargeback_after_paid_ends_charged_back_with_its_email(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["chargeback"].result()
+
+
+def test_a_refund_at_the_gateway_after_paid_ends_refunded_with_its_email(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["reversal"].result()
+
+
+def test_reconciliation_finds_and_repairs_a_settlement_whose_notification_was_lost(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["reconciliation"].result()
+
+
+def test_a_notification_a_minute_ahead_of_its_orders_creation_pays_it_once(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["long early"].result()
+
+
+def test_an_order_unpaid_past_its_window_is_cancelled_with_its_stock_back_and_paid_late_is_refunded(
     scenarios: dict[str, Future[None]],
 ) -> None:
     scenarios["expiry"].result()

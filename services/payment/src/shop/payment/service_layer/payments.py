@@ -156,6 +156,7 @@ async def expire_payment(store: PaymentStore, gateways: Gateways, order_id: Any,
     async with store.transaction() as payments:
         payment = await payments.get(order_id)
     if payment is None or payment.status not in UNPAID:
+        log.info("payment window over", order_id=str(order_id), outcome="nothing to expire")
         return "nothing to expire"
     charge = await charge_at_any(gateways, payment)
     outcome, _ = await bring_to_gateway(store, payment, charge, expire=True)
