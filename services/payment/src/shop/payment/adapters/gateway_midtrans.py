@@ -116,20 +116,10 @@ def read_status(order_id: uuid.UUID, body: dict[str, Any]) -> GatewayPayment:
         transaction_id = str(body["transaction_id"])
         amount = _rupiah(body["gross_amount"])
         currency = str(body.get("currency") or "IDR")
+        state = _state(status, body.get("fraud_status"), captured="capture" in _history(body))
+        reversals = _all_reversals(body, status, transaction_id, amount)
     except (KeyError, InvalidNotification) as error:
         raise GatewayUnavailable(f"{NAME}'s status cannot be read: {error}") from None
-    state = _state(status, body.get("fraud_status"), captured="capture" in _history(body))
-    reversals = [
-        *_reversals(body.get("refunds"), ReversalKind.REFUND),
-        *_reversals(body.get("chargebacks"), ReversalKind.CHARGEBACK),
-    ]
-    if status in _CHARGEBACK_STATUSES and not any(
-        r.kind == ReversalKind.CHARGEBACK for r in reversals
-    ):
-        taken = _rupiah(body.get("chargeback_amount") or amount - sum(r.amount for r in reversals))
-        reversals.append(
-            GatewayReversal(ReversalKind.CHARGEBACK, f"{transaction_id}:{status}", taken)
-        )
     return GatewayPayment(
         provider=Provider.MIDTRANS,
         order_id=order_id,
@@ -141,6 +131,23 @@ def read_status(order_id: uuid.UUID, body: dict[str, Any]) -> GatewayPayment:
         reversals=tuple(reversals),
         settled_at=_time(body.get("settlement_time")),
     )
+
+
+def _all_reversals(
+    body: dict[str, Any], status: str, transaction_id: str, amount: int
+) -> list[GatewayReversal]:
+    reversals = [
+        *_reversals(body.get("refunds"), ReversalKind.REFUND),
+        *_reversals(body.get("chargebacks"), ReversalKind.CHARGEBACK),
+    ]
+    if status in _CHARGEBACK_STATUSES and not any(
+        r.kind == ReversalKind.CHARGEBACK for r in reversals
+    ):
+        taken = _rupiah(body.get("chargeback_amount") or amount - sum(r.amount for r in reversals))
+        reversals.append(
+            GatewayReversal(ReversalKind.CHARGEBACK, f"{transaction_id}:{status}", taken)
+        )
+    return reversals
 
 
 def _state(status: str, fraud_status: object, *, captured: bool) -> ChargeState:
