@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import datetime, timedelta
 
 import httpx
 from sqlalchemy import func, select, text
@@ -58,16 +57,12 @@ async def test_checkout_answers_201_with_the_order_and_writes_its_event_to_the_o
     assert await stock_of(sessions, "SERUM-NIA-30") == before - 2
     async with sessions() as session:
         rows = (await session.execute(select(outbox).order_by(outbox.c.id))).all()
-    [created, deadline] = rows
+    # OrderCreated alone: the payment window is payment-service's, nothing is scheduled.
+    [created] = rows
     event = decode(created.body)
     assert (event.type, created.due_at) == ("order.created", None)
     assert str(event.payload.order_id) == order["id"]  # type: ignore[attr-defined]
     assert event.key == order["id"]
-    # Its payment deadline, scheduled in the same transaction for the end of the window.
-    command = decode(deadline.body)
-    assert (command.type, command.key) == ("order.cancel_unpaid", order["id"])
-    placed_at = datetime.fromisoformat(order["created_at"])
-    assert deadline.due_at == placed_at + timedelta(minutes=30)
 
 
 async def test_the_same_key_and_body_replays_the_answer_without_a_second_order(
@@ -80,7 +75,7 @@ async def test_the_same_key_and_body_replays_the_answer_without_a_second_order(
     assert again.headers["idempotent-replayed"] == "true"
     assert again.headers["location"] == first.headers["location"]
     assert await count(sessions, orders) == 1
-    assert await count(sessions, outbox) == 2, "one OrderCreated and one deadline"
+    assert await count(sessions, outbox) == 1, "one OrderCreated"
 
 
 async def test_the_same_key_with_another_body_is_refused_naming_the_conflict(

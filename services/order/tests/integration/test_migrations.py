@@ -22,7 +22,11 @@ async def test_a_migration_waits_for_the_one_holding_the_lock(database_url: str)
             "-m",
             "shop.order",
             "migrate",
-            env={**os.environ, "SHOP_ORDER_DATABASE_URL": database_url},
+            env={
+                **os.environ,
+                "SHOP_ORDER_DATABASE_URL": database_url,
+                "SHOP_ORDER_ENVIRONMENT": "test",
+            },
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
         )

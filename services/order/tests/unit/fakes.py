@@ -8,9 +8,9 @@ import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from shop.contracts import Contract, OrderCreated, PaymentReceived
+from shop.contracts import Contract, OrderCreated, PaymentReceived, PaymentReversed
 from shop.messaging import MessageContext, OutboxItem
 from shop.order.adapters.catalogue import SEED_PRODUCTS
 from shop.order.bus import PUBLISHES
@@ -28,8 +28,6 @@ from shop.order.domain.stock import StockedProduct
 from shop.order.ports import StoredAnswer, Stores
 from shop.order.service_layer.checkout import place_order
 
-PAYMENT_WINDOW = timedelta(minutes=30)
-
 
 def declared(message: Contract) -> Contract:
     """``message``, which the outbox takes only if order-service declares that it publishes
@@ -46,6 +44,8 @@ class Conflict:
     payment: PaymentReceived
     order_status: OrderStatus
     conflict: PaymentConflict
+    resolved_at: datetime | None = None
+    resolution: str | None = None
 
 
 @dataclass
@@ -59,6 +59,10 @@ class ShopState:
     numbers: set[str] = field(default_factory=set)
     keys: dict[tuple[str, str], tuple[str, StoredAnswer | None]] = field(default_factory=dict)
     conflicts: list[Conflict] = field(default_factory=list)
+    reversals: dict[tuple[uuid.UUID, str], tuple[PaymentReversed, OrderStatus]] = field(
+        default_factory=dict
+    )
+    """order_reversals: each reversal by (order_id, reference), with the status after it."""
     outbox: list[Contract] = field(default_factory=list)
     scheduled: list[tuple[datetime, Contract]] = field(default_factory=list)
     """Messages added to the outbox for later, with the time they are due."""
@@ -116,7 +120,6 @@ class FakeDatabase:
             list(lines),
             idempotency_key=key,
             request_hash=request_hash,
-            payment_window=PAYMENT_WINDOW,
         )
 
 
@@ -170,6 +173,26 @@ class FakeOrders(_OnTheDatabase):
         self, payment: PaymentReceived, *, order_status: OrderStatus, conflict: PaymentConflict
     ) -> None:
         self.state.conflicts.append(Conflict(payment, order_status, conflict))
+
+    async def record_reversal(self, reversal: PaymentReversed, *, status: OrderStatus) -> bool:
+        key = (reversal.order_id, reversal.reference)
+        if key in self.state.reversals:
+            return False
+        self.state.reversals[key] = (reversal, status)
+        return True
+
+    async def mark_reversed(self, order_id: uuid.UUID, status: OrderStatus) -> None:
+        self.set_status(order_id, status)
+
+    async def resolve_conflicts(
+        self, order_id: uuid.UUID, conflict: PaymentConflict, *, resolution: str, at: datetime
+    ) -> int:
+        ended = 0
+        for row in self.state.conflicts:
+            if (row.payment.order_id, row.conflict, row.resolved_at) == (order_id, conflict, None):
+                row.resolved_at, row.resolution = at, resolution
+                ended += 1
+        return ended
 
     async def add_event(self, event: Contract, *, key: str) -> None:
         self.state.outbox.append(declared(event))

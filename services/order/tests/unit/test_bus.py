@@ -18,6 +18,7 @@ from shop.order.settings import OrderSettings
 
 from .fakes import FakeDatabase, FakeOrders
 from .test_payments import handle, payment
+from .test_reversal_handling import reversal
 
 AYU = Customer(id="cust_ayu", email="ayu@example.com")
 
@@ -32,6 +33,7 @@ async def test_the_use_cases_write_to_the_outbox_exactly_what_order_service_decl
     paid, cancelled, expired = [await placed(database) for _ in range(3)]
 
     await handle(database, payment(paid))
+    await handle(database, reversal(paid))
     await cancel_order(database.stores().orders, AYU, cancelled)
     await cancel_unpaid(FakeOrders(database), expired, structlog.get_logger())
 

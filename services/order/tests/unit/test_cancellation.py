@@ -8,7 +8,7 @@ import uuid
 import pytest
 import structlog
 
-from shop.contracts import CancelUnpaidOrder, OrderCancelled
+from shop.contracts import OrderCancelled, OrderCreated
 from shop.order.domain.customer import Customer
 from shop.order.domain.errors import InvalidTransition, OrderNotFound
 from shop.order.domain.status import OrderStatus
@@ -19,7 +19,7 @@ from shop.order.service_layer.cancellation import (
     cancel_unpaid,
 )
 
-from .fakes import PAYMENT_WINDOW, FakeDatabase, FakeOrders
+from .fakes import FakeDatabase, FakeOrders
 
 AYU = Customer(id="cust_ayu", email="ayu@example.com")
 BUDI = Customer(id="cust_budi", email="budi@example.com")
@@ -73,17 +73,19 @@ async def test_someone_elses_order_is_not_found_and_stays_as_it_is() -> None:
     assert database.state.events_of(OrderCancelled) == []
 
 
-async def test_the_checkout_schedules_the_cancellation_for_the_end_of_the_payment_window() -> None:
+async def test_the_checkout_schedules_nothing_the_payment_window_is_payment_services() -> None:
     database = FakeDatabase()
     order_id = await placed(database, ("SERUM-NIA-30", 1))
 
-    [(due_at, command)] = database.state.scheduled
+    assert database.state.scheduled == []
+    [created] = database.state.events_of(OrderCreated)
+    assert isinstance(created, OrderCreated)
+    assert created.order_id == order_id
 
-    assert command == CancelUnpaidOrder(order_id=order_id)
-    assert due_at == database.state.orders[order_id].view.created_at + PAYMENT_WINDOW
 
-
-async def test_an_unpaid_order_past_its_window_is_cancelled_once_and_its_stock_returned() -> None:
+async def test_an_unpaid_order_whose_payment_expired_is_cancelled_once_with_its_stock_back() -> (
+    None
+):
     database = FakeDatabase()
     before = dict(database.state.stock)
     order_id = await placed(database, ("SERUM-RET-30", 2))
@@ -99,7 +101,7 @@ async def test_an_unpaid_order_past_its_window_is_cancelled_once_and_its_stock_r
     assert cancelled.reason == PAYMENT_EXPIRED
 
 
-async def test_a_paid_order_past_its_window_is_left_paid() -> None:
+async def test_a_paid_order_whose_payment_expired_is_left_paid() -> None:
     database = FakeDatabase()
     order_id = await placed(database, ("SERUM-NIA-30", 1))
     FakeOrders(database).set_status(order_id, OrderStatus.PAID)

@@ -11,7 +11,7 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from shop.contracts import OrderPaid, PaymentReceived, wrap
+from shop.contracts import Contract, OrderPaid, PaymentReceived, wrap
 from shop.messaging import MessageContext, PermanentError
 from shop.order.domain.customer import Customer
 from shop.order.domain.orders import OrderView
@@ -67,12 +67,17 @@ def payment(order_id: uuid.UUID, amount: int = 89000) -> PaymentReceived:
     )
 
 
-async def handle(database: FakeDatabase, event: PaymentReceived) -> None:
-    """What the worker does with a delivered PaymentReceived, once decoded."""
-    subscriber = build_router(database.stores().orders).for_type(PaymentReceived.message_type)
+async def handle(database: FakeDatabase, event: Contract) -> None:
+    """What the worker does with a delivered event (PaymentReceived and the others it
+    consumes), once decoded."""
+    subscriber = build_router(database.stores().orders).for_type(event.message_type)
     assert subscriber is not None
     ctx = MessageContext(
-        wrap(event, key=str(event.order_id)), "order-service:test", 1, None, structlog.get_logger()
+        wrap(event, key=str(getattr(event, "order_id", ""))),
+        "order-service:test",
+        1,
+        None,
+        structlog.get_logger(),
     )
     await subscriber.handler(event, ctx)
 

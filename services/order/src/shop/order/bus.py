@@ -7,19 +7,24 @@ from __future__ import annotations
 from importlib.metadata import version
 from typing import Final
 
-from shop.contracts import CancelUnpaidOrder, Contract, OrderCancelled, OrderCreated, OrderPaid
+from shop.contracts import (
+    Contract,
+    OrderCancelled,
+    OrderCreated,
+    OrderPaid,
+    OrderPaymentReversed,
+)
 from shop.messaging.asyncapi import ServiceBus, unwired
 from shop.order.handlers import build_router
 
 PUBLISHES: Final[tuple[type[Contract], ...]] = (
     OrderCreated,
-    CancelUnpaidOrder,
     OrderPaid,
     OrderCancelled,
+    OrderPaymentReversed,
 )
-"""What the use cases add to the outbox: the checkout's OrderCreated with its payment
-deadline (CancelUnpaidOrder, scheduled), OrderPaid and OrderCancelled. The unit tests'
-outbox refuses anything else."""
+"""What the use cases add to the outbox: the checkout's OrderCreated, OrderPaid,
+OrderCancelled and OrderPaymentReversed. The unit tests' outbox refuses anything else."""
 
 
 def describe() -> ServiceBus:
@@ -28,8 +33,8 @@ def describe() -> ServiceBus:
         name="order-service",
         version=version("shop-order"),
         description=(
-            "The checkout gateway. It publishes each order's events and schedules its payment "
-            "deadline; it consumes payments and that deadline."
+            "The checkout gateway. It publishes each order's events; it consumes payments, "
+            "their expiry and their reversals (and acknowledges the retired CancelUnpaidOrder)."
         ),
         publishes=PUBLISHES,
         routers=(build_router(unwired("OrderStore")),),

@@ -3,11 +3,18 @@ letters are done by :mod:`shop.messaging`; each handler calls its use case."""
 
 from __future__ import annotations
 
-from shop.contracts import CancelUnpaidOrder, ConsumerGroup, PaymentReceived
+from shop.contracts import (
+    CancelUnpaidOrder,
+    ConsumerGroup,
+    PaymentExpired,
+    PaymentReceived,
+    PaymentReversed,
+)
 from shop.messaging import MessageContext, PermanentError, Router
 from shop.order.domain.errors import OrderNotFound
+from shop.order.domain.reversals import ReversalOfUnpaidOrder
 from shop.order.ports import OrderStore
-from shop.order.service_layer import cancellation, payments
+from shop.order.service_layer import cancellation, payments, reversals
 
 
 def build_router(store: OrderStore) -> Router:
@@ -23,12 +30,36 @@ def build_router(store: OrderStore) -> Router:
                 f"payment {event.payment_id} names no known order {event.order_id}"
             ) from error
 
-    @router.subscriber(CancelUnpaidOrder)
-    async def cancel_unpaid_order(command: CancelUnpaidOrder, ctx: MessageContext) -> None:
+    @router.subscriber(PaymentExpired)
+    async def cancel_expired_order(event: PaymentExpired, ctx: MessageContext) -> None:
         # The inbox row and the order's lock make it once, with any number of workers.
         try:
-            await cancellation.cancel_unpaid(store.joining(ctx), command.order_id, ctx.log)
+            await cancellation.cancel_unpaid(store.joining(ctx), event.order_id, ctx.log)
         except OrderNotFound as error:
-            raise PermanentError(f"no order {command.order_id} to cancel") from error
+            raise PermanentError(
+                f"expired payment {event.payment_id} names no known order {event.order_id}"
+            ) from error
+
+    @router.subscriber(PaymentReversed)
+    async def record_payment_reversal(event: PaymentReversed, ctx: MessageContext) -> None:
+        try:
+            await reversals.record_reversal(store.joining(ctx), event, ctx.log)
+        except OrderNotFound as error:
+            raise PermanentError(
+                f"payment reversal {event.reference} names no known order {event.order_id}"
+            ) from error
+        except ReversalOfUnpaidOrder as error:
+            raise PermanentError(
+                f"payment reversal {event.reference} for order {event.order_id}, which is "
+                f"{error.status}: it was never paid"
+            ) from error
+
+    @router.subscriber(CancelUnpaidOrder)
+    async def retired_cancel_unpaid_order(command: CancelUnpaidOrder, ctx: MessageContext) -> None:
+        # Retired: checkouts before the upgrade scheduled it, and some may still be due.
+        ctx.log.info(
+            "CancelUnpaidOrder ignored: the payment window belongs to payment-service now",
+            order_id=str(command.order_id),
+        )
 
     return router

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from shop.contracts import Contract, OrderCreated, PaymentReceived
+from shop.contracts import Contract, OrderCreated, PaymentReceived, PaymentReversed
 from shop.messaging import MessageContext, OutboxItem
 from shop.order.domain.orders import OrderPage, OrderRecord, ProductView
 from shop.order.domain.payments import PaymentConflict
@@ -55,6 +55,21 @@ class Orders(Protocol):
         self, payment: PaymentReceived, *, order_status: OrderStatus, conflict: PaymentConflict
     ) -> None:
         """Keep a payment that was not applied, for a person to settle."""
+        ...
+
+    async def record_reversal(self, reversal: PaymentReversed, *, status: OrderStatus) -> bool:
+        """Keep ``reversal`` on its order (``order_reversals``, with the order's ``status``
+        after it); False, and nothing kept, when its reference is recorded already."""
+        ...
+
+    async def mark_reversed(self, order_id: uuid.UUID, status: OrderStatus) -> None:
+        """A paid or fulfilled order's status after a reversal of its payment."""
+        ...
+
+    async def resolve_conflicts(
+        self, order_id: uuid.UUID, conflict: PaymentConflict, *, resolution: str, at: datetime
+    ) -> int:
+        """End the order's open ``conflict`` rows with ``resolution``; how many ended."""
         ...
 
     async def add_event(self, event: Contract, *, key: str) -> None:

@@ -11,11 +11,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import and_, bindparam, func, insert, or_, select, text, tuple_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from shop.contracts import Contract, PaymentReceived
+from shop.contracts import Contract, PaymentReceived, PaymentReversed
 from shop.messaging import MessageContext, add
-from shop.order.adapters.tables import order_items, orders, payment_conflicts, products
+from shop.order.adapters.tables import (
+    order_items,
+    order_reversals,
+    orders,
+    payment_conflicts,
+    products,
+)
 from shop.order.domain.errors import InvalidCursor, OrderNotFound
 from shop.order.domain.orders import (
     OrderLineView,
@@ -145,6 +152,49 @@ class SqlOrders:
                 action=conflict.value,
             )
         )
+
+    async def record_reversal(self, reversal: PaymentReversed, *, status: OrderStatus) -> bool:
+        kept = await self.session.execute(
+            pg_insert(order_reversals)
+            .values(
+                order_id=reversal.order_id,
+                reference=reversal.reference,
+                payment_id=reversal.payment_id,
+                kind=reversal.kind.value,
+                amount=reversal.amount,
+                reversed_total=reversal.reversed_total,
+                paid_amount=reversal.paid_amount,
+                currency=reversal.currency,
+                reason=reversal.reason,
+                status_after=status,
+                reversed_at=reversal.reversed_at,
+            )
+            .on_conflict_do_nothing(index_elements=["order_id", "reference"])
+            .returning(order_reversals.c.reference)
+        )
+        return kept.first() is not None
+
+    async def mark_reversed(self, order_id: uuid.UUID, status: OrderStatus) -> None:
+        await self.session.execute(
+            update(orders)
+            .where(orders.c.id == order_id)
+            .values(status=status, updated_at=func.now())
+        )
+
+    async def resolve_conflicts(
+        self, order_id: uuid.UUID, conflict: PaymentConflict, *, resolution: str, at: datetime
+    ) -> int:
+        ended = await self.session.execute(
+            update(payment_conflicts)
+            .where(
+                payment_conflicts.c.order_id == order_id,
+                payment_conflicts.c.action == conflict.value,
+                payment_conflicts.c.resolved_at.is_(None),
+            )
+            .values(resolved_at=at, resolution=resolution)
+            .returning(payment_conflicts.c.id)
+        )
+        return len(ended.all())
 
     async def add_event(self, event: Contract, *, key: str) -> None:
         await add(self.session, event, key=key)

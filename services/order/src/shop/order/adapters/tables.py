@@ -49,7 +49,7 @@ orders = Table(
     Column("number", String(32), nullable=False, unique=True),
     Column("customer_id", String(200), nullable=False),
     Column("customer_email", String(320), nullable=False),
-    Column("status", String(16), nullable=False),
+    Column("status", String(24), nullable=False),
     Column("total", BigInteger, nullable=False),
     Column("currency", String(3), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
@@ -59,7 +59,11 @@ orders = Table(
     Column("payment_reference", String(500)),
     Column("cancelled_at", DateTime(timezone=True)),
     CheckConstraint("total >= 0", name="total_not_negative"),
-    CheckConstraint("status IN ('pending', 'paid', 'fulfilled', 'cancelled')", name="status_known"),
+    CheckConstraint(
+        "status IN ('pending', 'paid', 'fulfilled', 'cancelled', 'partially_refunded', "
+        "'refunded', 'charged_back')",
+        name="status_known",
+    ),
     # The caller's own orders, newest first (GET /v1/orders).
     Index(None, "customer_id", "created_at", "id"),
 )
@@ -100,11 +104,40 @@ payment_conflicts = Table(
     Column("order_id", Uuid, nullable=False),
     Column("payment_id", Uuid, nullable=False),
     Column("provider_event_id", String(200), nullable=False),
-    Column("order_status", String(16)),
+    Column("order_status", String(24)),
     Column("amount", BigInteger, nullable=False),
     Column("currency", String(3), nullable=False),
     Column("action", String(40), nullable=False),
     Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # A refund due ends when its refund's PaymentReversed arrives.
+    Column("resolved_at", DateTime(timezone=True)),
+    Column("resolution", String(240)),
+    CheckConstraint(
+        "(resolved_at IS NULL) = (resolution IS NULL)", name="resolved_with_resolution"
+    ),
+)
+
+order_reversals = Table(
+    "order_reversals",
+    metadata,
+    Column("order_id", Uuid, ForeignKey("orders.id", ondelete="CASCADE"), nullable=False),
+    Column("reference", String(200), nullable=False),
+    Column("payment_id", Uuid, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("amount", BigInteger, nullable=False),
+    Column("reversed_total", BigInteger, nullable=False),
+    Column("paid_amount", BigInteger, nullable=False),
+    Column("currency", String(3), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("status_after", String(24), nullable=False),
+    Column("reversed_at", DateTime(timezone=True), nullable=False),
+    Column("recorded_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    # One row per reversal: a second event with the same reference changes nothing.
+    PrimaryKeyConstraint("order_id", "reference"),
+    CheckConstraint("kind IN ('refund', 'chargeback', 'void')", name="kind_known"),
+    CheckConstraint("amount >= 0", name="amount_not_negative"),
+    CheckConstraint("reversed_total >= amount", name="total_covers_amount"),
+    CheckConstraint("paid_amount >= 0", name="paid_amount_not_negative"),
 )
 
 ALL_METADATA = [metadata, messaging_metadata]

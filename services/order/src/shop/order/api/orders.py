@@ -5,7 +5,6 @@ request models and dependencies, rules in the domain, transactions in the use ca
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from typing import Any
 
 from fastapi import APIRouter, Response
@@ -19,7 +18,6 @@ from shop.order.api.dependencies import (
     PageCursor,
     PageLimit,
     ReadOrders,
-    Settings,
 )
 from shop.order.api.problems import Problem
 from shop.order.api.schemas import CheckoutRequest
@@ -95,7 +93,6 @@ async def place_order(
     _json: JsonBody,
     idempotency_key: IdempotencyKey,
     store: CheckoutStoreDep,
-    settings: Settings,
 ) -> OrderView:
     answer = await checkout.place_order(
         store,
@@ -103,7 +100,6 @@ async def place_order(
         [(line.sku, line.quantity) for line in body.items],
         idempotency_key=idempotency_key,
         request_hash=body.fingerprint(),
-        payment_window=timedelta(seconds=settings.payment_window_seconds),
     )
     headers = {"Location": _location(answer.order_id)}
     if answer.replayed:

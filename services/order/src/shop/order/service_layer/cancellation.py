@@ -1,5 +1,5 @@
-"""Cancelling a pending order, by its customer or when its payment window has passed: one
-transaction that returns its stock and adds OrderCancelled to the outbox."""
+"""Cancelling a pending order, by its customer or when payment-service expired its payment
+(PaymentExpired): one transaction that returns its stock and adds OrderCancelled to the outbox."""
 
 from __future__ import annotations
 
@@ -31,13 +31,13 @@ async def cancel_order(store: OrderStore, customer: Customer, order_id: uuid.UUI
 
 
 async def cancel_unpaid(orders: Orders, order_id: uuid.UUID, log: Any) -> bool:
-    """The payment window of the order has passed: cancel it if it is still pending, in the
-    handler's transaction. Paid, or cancelled already, it is left as it is. True when it
-    was cancelled now."""
+    """payment-service expired the order's payment: cancel it if it is still pending, in
+    the handler's transaction. Paid, or cancelled already, it is left as it is. True when
+    it was cancelled now."""
     record = await orders.get(order_id, for_update=True)
     if record.view.status != OrderStatus.PENDING:
         log.info(
-            "payment window over; order left as it is",
+            "payment expired; order left as it is",
             order_id=str(order_id),
             status=record.view.status,
         )

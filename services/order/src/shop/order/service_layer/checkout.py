@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
-from shop.contracts import CancelUnpaidOrder, OrderCreated, OrderLine
+from shop.contracts import OrderCreated, OrderLine
 from shop.messaging import OutboxItem
 from shop.order.domain.customer import Customer
 from shop.order.domain.errors import OrderNumberTaken
@@ -29,12 +29,11 @@ async def place_order(
     *,
     idempotency_key: str,
     request_hash: str,
-    payment_window: timedelta,
 ) -> StoredAnswer:
     """Place the order of ``lines`` (sku, quantity) for ``customer``, or replay the answer
     given to the first request with this key. Refuses the whole order (no partial
-    reservation) when a line cannot be served. An order not paid within ``payment_window``
-    is cancelled: its cancellation is scheduled now, in the same transaction."""
+    reservation) when a line cannot be served. The payment window is payment-service's:
+    it expires the payment (PaymentExpired) and the worker cancels the order then."""
     for attempt in range(1, NUMBER_ATTEMPTS + 1):
         try:
             async with store.transaction() as checkout:
@@ -44,7 +43,6 @@ async def place_order(
                     lines,
                     idempotency_key=idempotency_key,
                     request_hash=request_hash,
-                    payment_window=payment_window,
                 )
         except OrderNumberTaken:
             if attempt == NUMBER_ATTEMPTS:
@@ -59,7 +57,6 @@ async def place_in_transaction(
     *,
     idempotency_key: str,
     request_hash: str,
-    payment_window: timedelta,
 ) -> StoredAnswer:
     """:func:`place_order` inside a transaction the caller holds (and commits)."""
     replay = await checkout.claim_key(customer.id, idempotency_key, request_hash)
@@ -85,16 +82,7 @@ async def place_in_transaction(
     )
     await checkout.insert_order(event)
     key = str(event.order_id)
-    # The payment deadline is a scheduled message, not a timer: it is committed with the
-    # order, survives every restart, and the relay sends it once it is due.
-    await checkout.add_to_outbox(
-        OutboxItem(event, key),
-        OutboxItem(
-            CancelUnpaidOrder(order_id=event.order_id),
-            key,
-            due_at=event.placed_at + payment_window,
-        ),
-    )
+    await checkout.add_to_outbox(OutboxItem(event, key))
     answer = StoredAnswer(201, placed_order_view(event).model_dump_json(), event.order_id)
     await checkout.store_answer(customer.id, idempotency_key, answer)
     return answer
