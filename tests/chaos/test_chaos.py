@@ -62,7 +62,7 @@ EMAIL_FAULTS: Final = ProviderFaults(latency=(0.02, 0.3), failure_rate=0.1)
 # the window to pay is an hour, so that no order expires during the run (e2e covers that);
 # no traces (they would only fill the disk).
 EXTRA_ENV: Final = {
-    "SHOP_ORDER_PAYMENT_WINDOW_SECONDS": "3600",
+    "SHOP_PAYMENT_PAYMENT_WINDOW_SECONDS": "3600",
     **{f"SHOP_{s}_MESSAGING__TIME_SCALE": "0.05" for s in ("ORDER", "PAYMENT", "NOTIFICATION")},
     **{f"SHOP_{s}_TRACING__EXPORTER": "none" for s in ("ORDER", "PAYMENT", "NOTIFICATION")},
 }

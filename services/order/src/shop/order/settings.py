@@ -42,8 +42,6 @@ class OrderSettings(BaseSettings):
     loopback by default; ``0.0.0.0`` in a container, for the kubelet's probes and for
     Prometheus and the console to reach it."""
     worker_health_port: int = 9101
-    payment_window_seconds: float = Field(default=30 * 60, gt=0)
-    """An order not paid this long after its checkout is cancelled (``payment_expired``)."""
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     db_pool_size: int = Field(default=10, ge=1)
     log_json: bool = True
