@@ -13,6 +13,8 @@ ORDER_PAYMENT_REFUNDED_IN_PART: Final = (
     "a paid order's payment refunded in part (order.payment_reversed v1)"
 )
 PAYMENT_RECEIVED: Final = "a payment received for a pending order (payment.received v1)"
+PAYMENT_EXPIRED: Final = "an unpaid order's payment expired (payment.expired v1)"
+PAYMENT_REFUNDED_IN_PART: Final = "a paid order's payment refunded in part (payment.reversed v1)"
 NOTIFICATION_TO_PROCESS: Final = "a gateway notification kept for processing (payment.process v1)"
 
 ORDER_SERVICE: Final = "order-service"

@@ -10,7 +10,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from shop.contracts import Contract, OrderCreated, PaymentReceived
+from shop.contracts import Contract, OrderCreated, PaymentReceived, PaymentReversed
 from shop.messaging import MessageContext, OutboxItem
 from shop.order.adapters.catalogue import SEED_PRODUCTS
 from shop.order.domain.errors import OrderNotFound
@@ -30,6 +30,8 @@ class OrderBook:
     orders: dict[uuid.UUID, OrderRecord] = field(default_factory=dict)
     outbox: RecordingOutbox = field(default_factory=RecordingOutbox)
     conflicts: list[tuple[PaymentReceived, PaymentConflict]] = field(default_factory=list)
+    reversals: dict[tuple[uuid.UUID, str], OrderStatus] = field(default_factory=dict)
+    resolved: list[tuple[uuid.UUID, PaymentConflict, str]] = field(default_factory=list)
 
     def status_of(self, order_id: uuid.UUID) -> OrderStatus:
         return self.orders[order_id].view.status
@@ -121,6 +123,22 @@ class FakeOrders:
         self, payment: PaymentReceived, *, order_status: OrderStatus, conflict: PaymentConflict
     ) -> None:
         self.book.conflicts.append((payment, conflict))
+
+    async def record_reversal(self, reversal: PaymentReversed, *, status: OrderStatus) -> bool:
+        key = (reversal.order_id, reversal.reference)
+        if key in self.book.reversals:
+            return False
+        self.book.reversals[key] = status
+        return True
+
+    async def mark_reversed(self, order_id: uuid.UUID, status: OrderStatus) -> None:
+        self.book.set_status(order_id, status)
+
+    async def resolve_conflicts(
+        self, order_id: uuid.UUID, conflict: PaymentConflict, *, resolution: str, at: datetime
+    ) -> int:
+        self.book.resolved.append((order_id, conflict, resolution))
+        return 1
 
     async def add_event(self, event: Contract, *, key: str) -> None:
         self.book.outbox.add(event, key=key)

@@ -1,21 +1,26 @@
 """What order-service sends, each message made by its own code on in-memory ports: the
 checkout's use case places an order; its worker's handlers, run through the pipeline, mark
-it paid when a payment arrives and cancel it when the deadline its checkout scheduled comes
-due. Nothing here builds an event; it only supplies what arrives from outside."""
+it paid when a payment arrives, cancel it when payment-service expires its payment, and
+record a reversal of its payment. Nothing here builds an event; it only supplies what
+arrives from outside."""
 
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from pact.types import Message
 
 from shop.contracts import (
-    CancelUnpaidOrder,
+    Contract,
     OrderCancelled,
     OrderCreated,
     OrderPaid,
+    OrderPaymentReversed,
+    PaymentExpired,
     PaymentReceived,
+    PaymentReversed,
+    ReversalKind,
     encode,
     wrap,
 )
@@ -24,7 +29,12 @@ from shop.order.handlers import build_router
 from shop.order.service_layer.checkout import place_order
 
 from .delivery import deliver
-from .messages import ORDER_CANCELLED_UNPAID, ORDER_PAID, ORDER_PLACED
+from .messages import (
+    ORDER_CANCELLED_UNPAID,
+    ORDER_PAID,
+    ORDER_PAYMENT_REFUNDED_IN_PART,
+    ORDER_PLACED,
+)
 from .order_fakes import FakeCheckoutStore, FakeOrderStore, OrderBook
 
 CUSTOMER = Customer(id="cust_ayu", email="ayu@example.com")
@@ -36,6 +46,7 @@ async def messages() -> dict[str, Message]:
         ORDER_PLACED: (await an_order_placed()).outbox.the_one(OrderCreated).as_pact_message(),
         ORDER_PAID: await a_pending_order_paid(),
         ORDER_CANCELLED_UNPAID: await an_order_cancelled_unpaid(),
+        ORDER_PAYMENT_REFUNDED_IN_PART: await a_paid_order_refunded_in_part(),
     }
 
 
@@ -48,12 +59,15 @@ async def an_order_placed() -> OrderBook:
         [("SERUM-NIA-30", 2), ("SUN-SPF50-50", 1)],
         idempotency_key="checkout-1",
         request_hash="hash-1",
-        payment_window=timedelta(minutes=30),
     )
     return book
 
 
-async def a_pending_order_paid() -> Message:
+async def arrives(book: OrderBook, event: Contract, order_id: uuid.UUID) -> None:
+    await deliver(build_router(FakeOrderStore(book)), encode(wrap(event, key=str(order_id))))
+
+
+async def a_paid_order() -> OrderBook:
     book = await an_order_placed()
     order = book.outbox.the_event(OrderCreated)
     payment = PaymentReceived(
@@ -64,15 +78,39 @@ async def a_pending_order_paid() -> Message:
         currency=order.currency,
         paid_at=datetime.now(UTC),
     )
-    await deliver(
-        build_router(FakeOrderStore(book)), encode(wrap(payment, key=str(order.order_id)))
-    )
-    return book.outbox.the_one(OrderPaid).as_pact_message()
+    await arrives(book, payment, order.order_id)
+    return book
+
+
+async def a_pending_order_paid() -> Message:
+    return (await a_paid_order()).outbox.the_one(OrderPaid).as_pact_message()
 
 
 async def an_order_cancelled_unpaid() -> Message:
     book = await an_order_placed()
-    # The deadline the checkout scheduled, as the relay sends it once due.
-    deadline = book.outbox.the_one(CancelUnpaidOrder)
-    await deliver(build_router(FakeOrderStore(book)), deadline.body)
+    order = book.outbox.the_event(OrderCreated)
+    # payment-service ended the payment window with nothing paid at the gateway.
+    expired = PaymentExpired(
+        payment_id=uuid.uuid4(), order_id=order.order_id, expired_at=datetime.now(UTC)
+    )
+    await arrives(book, expired, order.order_id)
     return book.outbox.the_one(OrderCancelled).as_pact_message()
+
+
+async def a_paid_order_refunded_in_part() -> Message:
+    book = await a_paid_order()
+    order = book.outbox.the_event(OrderCreated)
+    refund = PaymentReversed(
+        payment_id=uuid.uuid4(),
+        order_id=order.order_id,
+        kind=ReversalKind.REFUND,
+        reference="rf_7c1e",
+        amount=order.total // 2,
+        reversed_total=order.total // 2,
+        paid_amount=order.total,
+        currency=order.currency,
+        reason="one item returned",
+        reversed_at=datetime.now(UTC),
+    )
+    await arrives(book, refund, order.order_id)
+    return book.outbox.the_one(OrderPaymentReversed).as_pact_message()
