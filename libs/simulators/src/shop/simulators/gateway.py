@@ -314,22 +314,26 @@ async def pay_at_gateway(
 
 
 async def charge_back(
-    gateway_url: str, order_id: uuid.UUID, amount: int | None = None
+    gateway_url: str, order_id: uuid.UUID, amount: int | None = None, *, notify: bool = True
 ) -> list[Answer]:
     """The customer's bank takes ``amount`` back (all that is left when None)."""
-    return await _control(gateway_url, f"/charges/{order_id}/chargeback", {"amount": amount})
+    body = {"amount": amount, "notify": notify}
+    return await _control(gateway_url, f"/charges/{order_id}/chargeback", body)
 
 
 async def refund_at_gateway(
-    gateway_url: str, order_id: uuid.UUID, amount: int | None = None
+    gateway_url: str, order_id: uuid.UUID, amount: int | None = None, *, notify: bool = True
 ) -> list[Answer]:
     """Someone refunds ``amount`` from the gateway's own dashboard, not through the shop."""
-    return await _control(gateway_url, f"/charges/{order_id}/refund", {"amount": amount})
+    body = {"amount": amount, "notify": notify}
+    return await _control(gateway_url, f"/charges/{order_id}/refund", body)
 
 
-async def cancel_capture(gateway_url: str, order_id: uuid.UUID) -> list[Answer]:
+async def cancel_capture(
+    gateway_url: str, order_id: uuid.UUID, *, notify: bool = True
+) -> list[Answer]:
     """A card capture is cancelled before it settles: the money goes back."""
-    return await _control(gateway_url, f"/charges/{order_id}/cancel", {})
+    return await _control(gateway_url, f"/charges/{order_id}/cancel", {"notify": notify})
 
 
 async def notify_again(

@@ -43,6 +43,8 @@ from shop.simulators import gateway
 from shop.simulators.gateway import Format, Notice
 
 CONTROL: Final = "/_simulator"
+RESEND_DELAYS: Final = (0.5, 1.0, 2.0, 4.0, 8.0)
+"""When an unanswered notification is sent again: a real gateway keeps trying for longer."""
 _TIME_FORMAT: Final = "%Y-%m-%d %H:%M:%S"
 _MIDTRANS_MONEY_TAKEN: Final = frozenset(
     {"settlement", "capture", "refund", "partial_refund", "chargeback", "partial_chargeback"}
@@ -100,6 +102,8 @@ class Gateway:
     webhook_url: str
     charges: dict[str, Charge] = field(default_factory=dict)
     next_reversal: int = 1
+    sending: set[asyncio.Task[Any]] = field(default_factory=set)
+    """Notifications on their way (kept, so that none is collected half sent)."""
 
     def reversal_id(self) -> int:
         self.next_reversal += 1
@@ -189,7 +193,7 @@ def _midtrans_api(app: FastAPI, state: Gateway) -> None:
             if problem:
                 return _midtrans_error(412, problem)
             known = _refund(state, charge, body)
-            await _notify(state, charge)
+            _notify_later(state, charge)
         return JSONResponse(
             {
                 **_midtrans_document(charge),
@@ -227,7 +231,7 @@ def _shop_api(app: FastAPI, state: Gateway) -> None:
             if problem:
                 return JSONResponse({"detail": problem}, status_code=409)
             known = _refund(state, charge, body)
-            await _notify(state, charge)
+            _notify_later(state, charge)
         return JSONResponse(_shop_reversal(known))
 
 
@@ -245,10 +249,11 @@ def _control_api(app: FastAPI, state: Gateway) -> None:
         if not body.notify:
             return {"charge": _shop_or_midtrans(charge), "answers": [], "dropped": len(sequence)}
         if body.notify_after:
-            asyncio.get_running_loop().call_later(
-                body.notify_after,
-                lambda: asyncio.ensure_future(_send(state, sequence, concurrently=False)),
+            task = asyncio.get_running_loop().create_task(
+                _send_after(state, sequence, body.notify_after)
             )
+            state.sending.add(task)
+            task.add_done_callback(state.sending.discard)
             return {"charge": _shop_or_midtrans(charge), "answers": [], "held": len(sequence)}
         answers = await _send(state, sequence, concurrently=body.concurrently)
         return {"charge": _shop_or_midtrans(charge), "answers": answers}
@@ -556,6 +561,13 @@ def _current_notice(state: Gateway, charge: Charge) -> Notice:
     )
 
 
+def _notify_later(state: Gateway, charge: Charge) -> None:
+    """After an API call has been answered, as a gateway notifies: never inside the call."""
+    task = asyncio.get_running_loop().create_task(_notify(state, charge))
+    state.sending.add(task)
+    task.add_done_callback(state.sending.discard)
+
+
 async def _notify(state: Gateway, charge: Charge) -> list[dict[str, Any]]:
     notice = _current_notice(state, charge)
     charge.last_notice = notice
@@ -566,8 +578,29 @@ async def _notify(state: Gateway, charge: Charge) -> list[dict[str, Any]]:
 async def _send(
     state: Gateway, sequence: list[Notice], *, concurrently: bool
 ) -> list[dict[str, Any]]:
-    answers = await gateway.send(state.webhook_url, sequence, concurrently=concurrently)
+    async with httpx.AsyncClient(base_url=state.webhook_url, timeout=10) as client:
+        if concurrently:
+            answers = list(await asyncio.gather(*(_deliver(client, n) for n in sequence)))
+        else:
+            answers = [await _deliver(client, notice) for notice in sequence]
     return [{"notification": a.notification, "status": a.status, "body": a.body} for a in answers]
+
+
+async def _send_after(state: Gateway, sequence: list[Notice], delay: float) -> None:
+    await asyncio.sleep(delay)
+    await _send(state, sequence, concurrently=False)
+
+
+async def _deliver(client: httpx.AsyncClient, notice: Notice) -> gateway.Answer:
+    """As a gateway does: a notification that is not answered, or answered 5xx, is sent
+    again a few times with backoff (the webhook's 4xx is final); the last answer."""
+    answer = await gateway.post(client, notice)
+    for delay in RESEND_DELAYS:
+        if gateway.UNDELIVERED < answer.status < 500:
+            break
+        await asyncio.sleep(delay)
+        answer = await gateway.post(client, notice)
+    return answer
 
 
 # -- the command ------------------------------------------------------------------------------
