@@ -11,6 +11,7 @@ import pytest
 
 from shop.contracts import OrderCreated
 from shop.order.bootstrap import build_app
+from shop.order.domain.status import OrderStatus
 from shop.order.settings import OrderSettings
 from shop.simulators.identity import issue_token
 
@@ -82,3 +83,13 @@ async def test_cancelling_through_the_api_returns_the_stock(
     assert (cancelled.status_code, cancelled.json()["status"]) == (200, "cancelled")
     assert database.state.stock["SERUM-NIA-30"] == before
     assert (await client.get("/readyz")).json() == {"status": "ready", "database": "ok"}
+
+
+async def test_the_openapi_document_names_every_order_status(client: httpx.AsyncClient) -> None:
+    document = (await client.get("/openapi.json")).json()
+    schemas = document["components"]["schemas"]
+    status = schemas["OrderView"]["properties"]["status"]
+    enum = (
+        schemas[status["$ref"].rsplit("/", 1)[-1]]["enum"] if "$ref" in status else status["enum"]
+    )
+    assert set(enum) == {s.value for s in OrderStatus}
