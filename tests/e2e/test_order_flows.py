@@ -420,7 +420,9 @@ def repeated_and_out_of_order_notifications_pay_once(shop: Shop, provider: Forma
 
     until(lambda: customer.status(order) == "paid", "the order to read paid")
     kept = until(lambda: shop.applied_notifications(order, 2), "both notifications applied")
-    assert [row["outcome"] for row in kept].count("paid") == 1, kept
+    # One of them paid, or none did: the window's end, when the notifications lag behind
+    # it, asks the gateway itself and pays (PaymentReceived, counted below, is once).
+    assert [row["outcome"] for row in kept].count("paid") <= 1, kept
     payment = shop.payment(order)
     assert payment is not None
     assert payment["status"] == "paid"
@@ -446,7 +448,9 @@ def a_notification_ahead_of_its_order_pays_once(shop: Shop, provider: Format) ->
 
     until(lambda: customer.status(order) == "paid", "the order to read paid")
     kept = until(lambda: shop.applied_notifications(order, len(answers)), "notifications applied")
-    assert [row["outcome"] for row in kept].count("paid") == 1, kept
+    # One of them paid, or none did: the window's end, when the notifications lag behind
+    # it, asks the gateway itself and pays (PaymentReceived, counted below, is once).
+    assert [row["outcome"] for row in kept].count("paid") <= 1, kept
     until(lambda: shop.emails(order)["receipt"], "the receipt")
     # As above: one PaymentReceived, one OrderPaid, so one receipt.
     assert shop.published(PAYMENT_SERVICE, order)["payment.received"] == 1
