@@ -239,6 +239,12 @@ class Shop:
         )
         return Counter(str(row["message_type"]) for row in rows)
 
+    def every_order_has_its_payment(self) -> bool:
+        """Whether payment-service has opened a payment for every order placed so far."""
+        placed = self._fetch(ORDER_SERVICE, "SELECT count(*) AS n FROM orders")[0]["n"]
+        opened = self._fetch(PAYMENT_SERVICE, "SELECT count(*) AS n FROM payments")[0]["n"]
+        return bool(opened >= placed)
+
     def window_over(self, order: Order) -> bool:
         """Whether payment-worker has handled ``order``'s payment window ending (its
         scheduled ExpirePayment), whatever it found."""
@@ -669,6 +675,10 @@ def a_settlement_whose_notification_was_lost_is_found_by_reconciliation(shop: Sh
 
 def a_notification_a_minute_ahead_of_its_order_pays_once(shop: Shop) -> None:
     customer = shop.customer("long-early")
+    # Holding order-service's worker holds every order's OrderCreated, and a payment window
+    # runs from the checkout: first every other scenario's order gets its payment.
+    time.sleep(10)
+    until(shop.every_order_has_its_payment, "the other scenarios' payments to open")
     # order-service's worker (and its relay) held: the order's OrderCreated waits in its
     # outbox while the customer pays and the gateway notifies.
     with shop.running.paused("order-worker"):

@@ -73,7 +73,9 @@ async def open_payment(payments: Payments, order: OrderCreated, window: PaymentW
     if opened:
         due = order.placed_at + window.length + window.grace
         await payments.add_event(ExpirePayment(order_id=order.order_id), key=key, due_at=due)
-    await _requeue_early_notifications(payments, order.order_id)
+        # Only for a payment opened now: a notification kept once it existed was queued,
+        # and processed, as usual.
+        await _requeue_early_notifications(payments, order.order_id)
     return opened
 
 
@@ -81,9 +83,12 @@ async def cancel_payment(payments: Payments, order: OrderCancelled, log: Any) ->
     """The order is cancelled: an unpaid payment expires (one not opened yet is opened
     expired: the cancellation outran its OrderCreated), and money already taken for it is
     refunded through the gateway."""
+    existed = await payments.get(order.order_id) is not None
     expired = await payments.expire(
         order.order_id, order_number=order.order_number, amount=order.total, currency=order.currency
     )
+    if not existed:
+        await _requeue_early_notifications(payments, order.order_id)
     if not expired:
         payment = await payments.get(order.order_id, lock=True)
         if payment is not None and payment.status in (
@@ -95,7 +100,6 @@ async def cancel_payment(payments: Payments, order: OrderCancelled, log: Any) ->
             log.warning(
                 "refund due: order cancelled after its payment", order_id=str(order.order_id)
             )
-    await _requeue_early_notifications(payments, order.order_id)
 
 
 async def _requeue_early_notifications(payments: Payments, order_id: Any) -> None:
