@@ -7,17 +7,33 @@ outside (the order, the gateway's notification)."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 from pact.types import Message
 
-from shop.contracts import OrderCreated, PaymentReceived, ProcessPayment, encode, wrap
+from shop.contracts import (
+    ExpirePayment,
+    OrderCreated,
+    PaymentExpired,
+    PaymentReceived,
+    PaymentReversed,
+    ProcessPayment,
+    ReversalKind,
+    encode,
+    wrap,
+)
 from shop.contracts.examples import examples
-from shop.payment.domain.gateway import ChargeState, GatewayPayment
+from shop.payment.domain.gateway import ChargeState, GatewayPayment, GatewayReversal
 from shop.payment.domain.notifications import Meaning, Notification, Provider
 from shop.payment.service_layer.intake import take_notification
 
 from .delivery import deliver
-from .messages import NOTIFICATION_TO_PROCESS, PAYMENT_RECEIVED
+from .messages import (
+    NOTIFICATION_TO_PROCESS,
+    PAYMENT_EXPIRED,
+    PAYMENT_RECEIVED,
+    PAYMENT_REFUNDED_IN_PART,
+)
 from .payment_fakes import FakeWebhookStore, GatewayRecord, PaymentLedger, payment_worker
 
 
@@ -30,6 +46,8 @@ async def messages() -> dict[str, Message]:
         .outbox.the_one(ProcessPayment)
         .as_pact_message(),
         PAYMENT_RECEIVED: await a_payment_received(order),
+        PAYMENT_EXPIRED: await a_payment_expired(order),
+        PAYMENT_REFUNDED_IN_PART: await a_payment_refunded_in_part(order),
     }
 
 
@@ -79,3 +97,39 @@ async def a_payment_received(order: OrderCreated) -> Message:
     gateway.charges[order.order_id] = charged(order, stored.notification)
     await deliver(worker, ledger.outbox.the_one(ProcessPayment).body)
     return ledger.outbox.the_one(PaymentReceived).as_pact_message()
+
+
+async def a_payment_expired(order: OrderCreated) -> Message:
+    """The order's payment opened, its window over with nothing at the gateway: the expiry
+    its opening scheduled is handled."""
+    ledger = PaymentLedger()
+    worker = payment_worker(ledger, GatewayRecord())
+    await deliver(worker, encode(wrap(order, key=str(order.order_id))))
+    await deliver(worker, ledger.outbox.the_one(ExpirePayment).body)
+    return ledger.outbox.the_one(PaymentExpired).as_pact_message()
+
+
+async def a_payment_refunded_in_part(order: OrderCreated) -> Message:
+    """Paid, then half of it refunded at the gateway, which notifies."""
+    ledger, gateway = PaymentLedger(), GatewayRecord()
+    worker = payment_worker(ledger, gateway)
+    await deliver(worker, encode(wrap(order, key=str(order.order_id))))
+    await a_notification_taken(order, ledger)
+    [paid] = ledger.notifications.values()
+    gateway.charges[order.order_id] = charged(order, paid.notification)
+    await deliver(worker, ledger.outbox.the_one(ProcessPayment).body)
+    refund = GatewayReversal(ReversalKind.REFUND, "rf_7c1e", order.total // 2)
+    gateway.charges[order.order_id] = replace(
+        gateway.charges[order.order_id], status="paid", reversals=(refund,)
+    )
+    told = replace(
+        paid.notification,
+        provider_event_id=f"evt_{uuid.uuid4().hex[:12]}",
+        type="payment.refunded",
+        meaning=Meaning.REFUNDED,
+        amount=order.total // 2,
+    )
+    await take_notification(FakeWebhookStore(ledger), told, b"{}")
+    [_, second] = [row for row in ledger.outbox.rows if row.message_type == "payment.process"]
+    await deliver(worker, second.body)
+    return ledger.outbox.the_one(PaymentReversed).as_pact_message()
