@@ -196,6 +196,8 @@ class FakeGateway:
         if request.refund_key in self.refunds:
             return self.refunds[request.refund_key]
         charge = self.charges[request.order_id]
+        if request.amount > charge.amount - charge.reversed_amount:
+            raise GatewayRefused("refund amount exceeds what is left")
         result = RefundResult(str(len(self.refunds) + 1), request.amount)
         self.refunds[request.refund_key] = result
         reversal = GatewayReversal(ReversalKind.REFUND, result.reference, request.amount)

@@ -128,3 +128,16 @@ def test_a_refund_entry_with_an_unreadable_amount_is_the_gateway_unavailable() -
 @given(rupiah=st.integers(min_value=0, max_value=10**12))
 def test_gross_amount_reads_as_whole_rupiah(rupiah: int) -> None:
     assert read_status(ORDER, document("settlement", gross_amount=f"{rupiah}.00")).amount == rupiah
+
+
+def test_a_chargeback_read_at_partial_then_full_is_one_chargeback_by_one_reference() -> None:
+    order_id = uuid.uuid4()
+    base = {
+        "transaction_id": "tx-cb",
+        "gross_amount": "100000.00",
+        "currency": "IDR",
+        "status_code": "200",
+    }
+    partial = read_status(order_id, {**base, "transaction_status": "partial_chargeback"})
+    full = read_status(order_id, {**base, "transaction_status": "chargeback"})
+    assert [r.reference for r in partial.reversals] == [r.reference for r in full.reversals]

@@ -254,3 +254,24 @@ def test_a_settlement_the_gateway_confirms_is_no_dispute() -> None:
         disagreement(notification(Meaning.PAID, type_="settlement"), charge(ChargeState.PAID))
         is None
     )
+
+
+def test_a_second_charge_for_an_order_paid_already_is_flagged_never_kept_silently() -> None:
+    second = charge(ChargeState.PAID, transaction_id="tx-2")
+    [step] = steps_to_match(payment(PaymentStatus.PAID), second)
+    assert isinstance(step, Mismatch)
+    assert "second charge tx-2" in step.reason
+
+
+def test_reversals_of_another_charge_are_never_applied_to_the_payment() -> None:
+    other = charge(ChargeState.PAID, refund("9", 1000), transaction_id="tx-2")
+    steps = steps_to_match(payment(PaymentStatus.PAID), other)
+    assert not any(isinstance(step, Reverse) for step in steps)
+
+
+def test_a_capture_voided_before_the_shop_heard_of_it_is_no_payment() -> None:
+    # An authorisation cancelled can read as a voided capture: nothing was kept, so the
+    # shop never announces a payment only to reverse it.
+    voided = charge(ChargeState.VOIDED, status="cancel")
+    steps = steps_to_match(payment(PaymentStatus.PENDING), voided)
+    assert [type(step) for step in steps] == [Fail]

@@ -366,3 +366,22 @@ async def test_a_chargeback_ends_charged_back_and_is_told(
     [told] = store.state.sent(PaymentReversed)
     assert isinstance(told, PaymentReversed)
     assert told.kind == ReversalKind.CHARGEBACK
+
+
+async def test_a_refund_asks_only_for_what_the_gateway_has_not_given_back_already(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    await payments.expire_payment(store, gateways, ORDER, log)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+    await notify(store, gateways, said("settlement", Meaning.PAID))
+    [command] = store.state.sent(RefundPayment)
+    assert isinstance(command, RefundPayment)
+    # Meanwhile someone refunded part of it from the gateway's dashboard.
+    earlier = GatewayReversal(ReversalKind.REFUND, "dashboard", 1000)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "partial_refund", earlier)
+
+    await payments.refund_payment(store, gateways, command, log)
+
+    assert status(store) == PaymentStatus.REFUNDED
+    assert [r.amount for r in gateway.refunds.values()] == [TOTAL - 1000]

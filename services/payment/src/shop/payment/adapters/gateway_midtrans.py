@@ -144,8 +144,10 @@ def _all_reversals(
         r.kind == ReversalKind.CHARGEBACK for r in reversals
     ):
         taken = _rupiah(body.get("chargeback_amount") or amount - sum(r.amount for r in reversals))
+        # One reference whatever the status reads (partial_chargeback, then chargeback):
+        # the same chargeback read twice is recorded once.
         reversals.append(
-            GatewayReversal(ReversalKind.CHARGEBACK, f"{transaction_id}:{status}", taken)
+            GatewayReversal(ReversalKind.CHARGEBACK, f"{transaction_id}:chargeback", taken)
         )
     return reversals
 

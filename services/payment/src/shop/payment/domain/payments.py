@@ -81,8 +81,19 @@ def steps_to_match(payment: Payment, charge: GatewayPayment | None) -> list[Step
     reversal is applied once by its reference."""
     if charge is None or charge.state == ChargeState.PENDING:
         return []
-    if charge.state == ChargeState.FAILED:
+    if charge.state == ChargeState.FAILED or (
+        # Taken and given back before the shop heard of it (or an authorisation cancelled):
+        # nothing is kept, so nothing is announced as paid only to be reversed.
+        charge.state == ChargeState.VOIDED and payment.status in UNPAID
+    ):
         return _failed(payment, charge)
+    if _another_charge(payment, charge):
+        return [
+            Mismatch(
+                f"a second charge {charge.transaction_id} at {charge.provider} for an order "
+                f"paid by {payment.provider_payment_id}: a person refunds one"
+            )
+        ]
     if (charge.amount, charge.currency) != (payment.amount, payment.currency):
         if payment.status in MONEY_TAKEN and charge.transaction_id == payment.provider_payment_id:
             return []  # the charge that paid; the mismatch was flagged before, if any
@@ -102,6 +113,17 @@ def steps_to_match(payment: Payment, charge: GatewayPayment | None) -> list[Step
         status = PaymentStatus.REFUND_DUE
     steps += _reversals(payment, charge, status)
     return steps
+
+
+def _another_charge(payment: Payment, charge: GatewayPayment) -> bool:
+    """Whether ``charge`` took money beside the one the payment holds already (two payments
+    for one order, at one gateway or two): its reversals are not this payment's."""
+    if payment.status not in MONEY_TAKEN or payment.provider_payment_id is None:
+        return False
+    return (charge.provider, charge.transaction_id) != (
+        payment.provider,
+        payment.provider_payment_id,
+    )
 
 
 def _failed(payment: Payment, charge: GatewayPayment) -> list[Step]:

@@ -181,6 +181,13 @@ async def refund_payment(
     if payment.provider is None:
         raise GatewayRefused(f"payment {payment.id} names no gateway to refund through")
     gateway = gateway_of(gateways, payment.provider)
+    # What the gateway gave back already (from its dashboard, or this refund's earlier try)
+    # first: the refund asks only for what is left.
+    await bring_to_gateway(store, payment, await gateway.status(payment.order_id))
+    async with store.transaction() as payments:
+        payment = await payments.get(command.order_id) or payment
+    if payment.status != PaymentStatus.REFUND_DUE:
+        return "refunded already"
     amount = refund_left(payment)
     if amount > 0:
         request = RefundRequest(payment.order_id, command.refund_key, amount, command.reason)
