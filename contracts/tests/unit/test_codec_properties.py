@@ -20,6 +20,7 @@ from shop.contracts import (
     Envelope,
     InvalidMessage,
     OrderCreated,
+    ReversalKind,
     decode,
     decode_as,
     encode,
@@ -85,6 +86,14 @@ FIELDS: dict[str, st.SearchStrategy[Any]] = {
     "reason": text(500),
     "provider_event_id": text(200),
     "provider": st.none() | text(500),
+    "expired_at": moments,
+    "reversed_at": moments,
+    "kind": st.sampled_from(ReversalKind),
+    "reference": text(200),
+    "reversed_total": amounts,
+    "paid_amount": amounts,
+    "refund_key": text(200),
+    "status": text(500),
 }
 """A strategy for each field of the contracts, by name: a contract with a field not listed
 here fails ``test_every_field_of_every_contract_has_a_strategy`` until it is added."""
