@@ -140,6 +140,8 @@ async def pay_at_gateway(
     """The customer pays ``due`` (``amount`` instead when given) at the development gateway
     (``SHOP_OPS_GATEWAY_URL``): it records the charge and notifies payment-service's webhook,
     each notification ``repeat`` times (at once when more than one); the webhook's answers."""
+    if settings.gateway_url is None:
+        raise OpsError(f"no {GATEWAY} to pay at: set SHOP_OPS_GATEWAY_URL (make run writes it)")
     with reaching(GATEWAY, settings.gateway_url), _refusal_explained():
         return await gateway.pay_at_gateway(
             settings.gateway_url,

@@ -67,8 +67,10 @@ class OpsSettings(BaseSettings):
     order_worker_url: str = "http://127.0.0.1:9101"
     payment_worker_url: str = "http://127.0.0.1:9102"
     notification_worker_url: str = "http://127.0.0.1:9103"
-    gateway_url: str = "http://127.0.0.1:8004"
-    """The development payment gateway (``shopctl pay`` pays an order there)."""
+    gateway_url: str | None = None
+    """The development payment gateway (``shopctl pay`` and ``shopctl demo`` pay orders
+    there; ``make run`` writes it into its env file). None where there is none: a real
+    gateway is paid by real customers."""
     messaging: MessagingSettings = Field(
         default_factory=lambda: MessagingSettings(transport="kafka")
     )
