@@ -288,6 +288,7 @@ async def pay_at_gateway(
     concurrently: bool = False,
     notify: bool = True,
     notify_after: float = 0,
+    resend: bool = True,
 ) -> list[Answer]:
     """The customer pays ``payment`` at the development gateway (``amount`` instead of the
     payment's when given): the gateway records the charge and sends its notifications as
@@ -309,6 +310,7 @@ async def pay_at_gateway(
             "concurrently": concurrently,
             "notify": notify,
             "notify_after": notify_after,
+            "resend": resend,
         },
     )
 
@@ -337,14 +339,20 @@ async def cancel_capture(
 
 
 async def notify_again(
-    gateway_url: str, order_id: uuid.UUID, *, every: bool = False, concurrently: bool = False
+    gateway_url: str,
+    order_id: uuid.UUID,
+    *,
+    every: bool = False,
+    concurrently: bool = False,
+    resend: bool = True,
 ) -> list[Answer]:
     """The gateway sends the charge's last notification again, word for word (``every``:
-    all those of its latest change, repeats included; ``concurrently``: all at once)."""
+    all those of its latest change, repeats included; ``concurrently``: all at once; not
+    ``resend``: each posted once, its answer as it came)."""
     return await _control(
         gateway_url,
         f"/charges/{order_id}/notify",
-        {"every": every, "concurrently": concurrently},
+        {"every": every, "concurrently": concurrently, "resend": resend},
     )
 
 

@@ -125,6 +125,8 @@ class PayRequest(BaseModel):
     times: int = Field(default=1, ge=1, le=20)
     out_of_order: bool = False
     concurrently: bool = False
+    resend: bool = True
+    """False: each notification is posted once and its answer told as it came."""
 
 
 class ReverseRequest(BaseModel):
@@ -137,6 +139,9 @@ class ResendRequest(BaseModel):
     every: bool = False
     """Every notification of the charge's latest change, not only the last one."""
     concurrently: bool = False
+    resend: bool = True
+    """False: each notification is posted once and its answer told as it came (a caller
+    that counts cut requests resends itself)."""
 
 
 class RefundBody(BaseModel):
@@ -255,7 +260,7 @@ def _control_api(app: FastAPI, state: Gateway) -> None:
             state.sending.add(task)
             task.add_done_callback(state.sending.discard)
             return {"charge": _shop_or_midtrans(charge), "answers": [], "held": len(sequence)}
-        answers = await _send(state, sequence, concurrently=body.concurrently)
+        answers = await _send(state, sequence, concurrently=body.concurrently, resend=body.resend)
         return {"charge": _shop_or_midtrans(charge), "answers": answers}
 
     @app.post(f"{CONTROL}/charges/{{order_id}}/chargeback")
@@ -299,7 +304,8 @@ def _control_api(app: FastAPI, state: Gateway) -> None:
         if charge.last_notice is None:
             return {"answers": await _notify(state, charge)}
         sequence = charge.sent if how.every else [charge.last_notice]
-        return {"answers": await _send(state, sequence, concurrently=how.concurrently)}
+        answers = await _send(state, sequence, concurrently=how.concurrently, resend=how.resend)
+        return {"answers": answers}
 
     @app.delete(f"{CONTROL}/charges")
     async def forget_everything() -> dict[str, int]:
@@ -576,13 +582,14 @@ async def _notify(state: Gateway, charge: Charge) -> list[dict[str, Any]]:
 
 
 async def _send(
-    state: Gateway, sequence: list[Notice], *, concurrently: bool
+    state: Gateway, sequence: list[Notice], *, concurrently: bool, resend: bool = True
 ) -> list[dict[str, Any]]:
+    delays = RESEND_DELAYS if resend else ()
     async with httpx.AsyncClient(base_url=state.webhook_url, timeout=10) as client:
         if concurrently:
-            answers = list(await asyncio.gather(*(_deliver(client, n) for n in sequence)))
+            answers = list(await asyncio.gather(*(_deliver(client, n, delays) for n in sequence)))
         else:
-            answers = [await _deliver(client, notice) for notice in sequence]
+            answers = [await _deliver(client, notice, delays) for notice in sequence]
     return [{"notification": a.notification, "status": a.status, "body": a.body} for a in answers]
 
 
@@ -591,11 +598,13 @@ async def _send_after(state: Gateway, sequence: list[Notice], delay: float) -> N
     await _send(state, sequence, concurrently=False)
 
 
-async def _deliver(client: httpx.AsyncClient, notice: Notice) -> gateway.Answer:
+async def _deliver(
+    client: httpx.AsyncClient, notice: Notice, delays: tuple[float, ...]
+) -> gateway.Answer:
     """As a gateway does: a notification that is not answered, or answered 5xx, is sent
     again a few times with backoff (the webhook's 4xx is final); the last answer."""
     answer = await gateway.post(client, notice)
-    for delay in RESEND_DELAYS:
+    for delay in delays:
         if gateway.UNDELIVERED < answer.status < 500:
             break
         await asyncio.sleep(delay)
