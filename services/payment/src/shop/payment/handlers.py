@@ -3,6 +3,8 @@ done by :mod:`shop.messaging`; each handler calls its use case."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from shop.contracts import (
     ConsumerGroup,
     ExpirePayment,
@@ -39,38 +41,34 @@ def build_router(
     async def process_payment(command: ProcessPayment, ctx: MessageContext) -> None:
         provider = command.provider or Provider.SHOP.value
         try:
-            await payments.process_notification(
-                store, gateways, provider, command.provider_event_id, ctx.log
+            await _as_outcome(
+                payments.process_notification(
+                    store, gateways, provider, command.provider_event_id, ctx.log
+                )
             )
-        except NotificationDisputed as error:
-            metrics.notification_disputed(provider)
-            raise _permanent(error) from error
-        except GatewayUnavailable as error:
-            raise TransientError(str(error)) from error
-        except DomainError as error:
-            raise _permanent(error) from error
+        except PermanentError as error:
+            if isinstance(error.__cause__, NotificationDisputed):
+                metrics.notification_disputed(provider)
+            raise
 
     @router.subscriber(ExpirePayment, transactional=False)
     async def expire_payment(command: ExpirePayment, ctx: MessageContext) -> None:
-        try:
-            await payments.expire_payment(store, gateways, command.order_id, ctx.log)
-        except GatewayUnavailable as error:
-            raise TransientError(str(error)) from error
-        except DomainError as error:
-            raise _permanent(error) from error
+        await _as_outcome(payments.expire_payment(store, gateways, command.order_id, ctx.log))
 
     @router.subscriber(RefundPayment, transactional=False)
     async def refund_payment(command: RefundPayment, ctx: MessageContext) -> None:
-        try:
-            await payments.refund_payment(store, gateways, command, ctx.log)
-        except GatewayUnavailable as error:
-            raise TransientError(str(error)) from error
-        except DomainError as error:
-            raise _permanent(error) from error
+        await _as_outcome(payments.refund_payment(store, gateways, command, ctx.log))
 
     return router
 
 
-def _permanent(error: Exception) -> PermanentError:
-    """A refusal that retrying cannot change: a dead letter whose reason says why."""
-    return PermanentError(f"{type(error).__name__}: {error}")
+async def _as_outcome(use_case: Awaitable[str]) -> None:
+    """A use case that asks a gateway, its failures told to the pipeline: a gateway that
+    could not be asked is retried, a refusal retrying cannot change is a dead letter whose
+    reason names it."""
+    try:
+        await use_case
+    except GatewayUnavailable as error:
+        raise TransientError(str(error)) from error
+    except DomainError as error:
+        raise PermanentError(f"{type(error).__name__}: {error}") from error
