@@ -48,10 +48,15 @@ def expired(order_id: uuid.UUID) -> Envelope[PaymentExpired]:
 
 
 def reversed_(
-    order_id: uuid.UUID, reference: str, amount: int, total: int
+    order_id: uuid.UUID,
+    reference: str,
+    amount: int,
+    total: int,
+    *,
+    payment_id: uuid.UUID | None = None,
 ) -> Envelope[PaymentReversed]:
     event = PaymentReversed(
-        payment_id=uuid.uuid4(),
+        payment_id=payment_id or uuid.uuid4(),
         order_id=order_id,
         kind=ReversalKind.REFUND,
         reference=reference,
@@ -197,3 +202,35 @@ async def test_a_late_payment_given_back_ends_its_refund_due_and_the_order_stays
     assert await status_of(sessions, order_id) == "cancelled"
     [told] = await written(sessions, OrderPaymentReversed)
     assert (told.order_id, told.status) == (order_id, "cancelled")
+
+
+async def test_a_late_payment_given_back_before_it_arrives_ends_its_refund_due_when_it_does(
+    kafka_settings: OrderSettings, engine: AsyncEngine, sessions: Sessions
+) -> None:
+    async with checkout_transaction(engine) as checkout:
+        order_id = await place_order(checkout)
+    await cancellation.cancel_order(SqlOrderStore(sessions), CUSTOMER, order_id)
+    late = payment_for(order_id, 89000)
+    given_back = reversed_(order_id, "rf_first", 89000, 89000, payment_id=late.payload.payment_id)
+
+    async def conflicts() -> list[tuple[str, str | None]]:
+        async with sessions() as session:
+            query = select(payment_conflicts.c.action, payment_conflicts.c.resolution)
+            return [tuple(row) for row in await session.execute(query)]  # type: ignore[misc]
+
+    async def kept() -> bool:
+        async with sessions() as session:
+            return (await session.execute(select(order_reversals.c.reference))).first() is not None
+
+    async with running(build_worker(kafka_settings, health_port=0)):
+        await deliver(kafka_settings, given_back, times=1)
+        await eventually(kept, within=60, what="the reversal to be kept")
+        await deliver(kafka_settings, late, times=1)
+
+        async def recorded() -> bool:
+            return bool(await conflicts())
+
+        await eventually(recorded, within=60, what="the late payment to be recorded")
+
+    assert await conflicts() == [("refund_due", "refund rf_first")]
+    assert await status_of(sessions, order_id) == "cancelled"

@@ -23,6 +23,7 @@ from shop.order.domain.errors import (
 )
 from shop.order.domain.orders import OrderPage, OrderRecord, ProductView, placed_order_view
 from shop.order.domain.payments import PaymentConflict
+from shop.order.domain.reversals import RecordedReversal
 from shop.order.domain.status import OrderStatus
 from shop.order.domain.stock import StockedProduct
 from shop.order.ports import StoredAnswer, Stores
@@ -180,6 +181,12 @@ class FakeOrders(_OnTheDatabase):
             return False
         self.state.reversals[key] = (reversal, status)
         return True
+
+    async def furthest_reversal(self, payment_id: uuid.UUID) -> RecordedReversal | None:
+        kept = [r for r, _ in self.state.reversals.values() if r.payment_id == payment_id]
+        if not kept:
+            return None
+        return RecordedReversal.of(max(kept, key=lambda r: r.reversed_total))
 
     async def mark_reversed(self, order_id: uuid.UUID, status: OrderStatus) -> None:
         self.set_status(order_id, status)

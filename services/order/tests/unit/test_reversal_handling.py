@@ -175,6 +175,39 @@ async def test_a_late_payment_given_back_leaves_the_order_cancelled_and_ends_its
     assert told.status == OrderStatus.CANCELLED
 
 
+async def test_a_late_payment_given_back_in_part_keeps_its_refund_due_open() -> None:
+    database = FakeDatabase()
+    order_id = await placed(database)
+    await cancel_order(database.stores().orders, AYU, order_id)
+    await handle(database, payment(order_id))
+
+    await handle(database, reversal(order_id, reference="rf_1", amount=40000))
+    [conflict] = database.state.conflicts
+    assert (conflict.resolved_at, conflict.resolution) == (None, None)
+
+    await handle(database, reversal(order_id, reference="rf_2", amount=49000, reversed_total=TOTAL))
+    assert (conflict.resolved_at, conflict.resolution) == (NOW, "refund rf_2")
+
+
+async def test_a_late_payment_given_back_before_it_is_heard_of_ends_its_refund_due_at_once() -> (
+    None
+):
+    # PaymentReversed and PaymentReceived travel on different topics: the refund of a late
+    # payment can reach the order before the payment itself does.
+    database = FakeDatabase()
+    order_id = await placed(database)
+    await cancel_order(database.stores().orders, AYU, order_id)
+    late = payment(order_id)
+
+    await handle(database, reversal(order_id).model_copy(update={"payment_id": late.payment_id}))
+    await handle(database, late)
+
+    assert status_of(database, order_id) == OrderStatus.CANCELLED
+    [conflict] = database.state.conflicts
+    assert conflict.conflict == PaymentConflict.REFUND_DUE
+    assert (conflict.resolved_at, conflict.resolution) == (NOW, "refund rf_1")
+
+
 async def test_a_reversal_of_a_final_order_is_kept_and_the_order_stays() -> None:
     database = FakeDatabase()
     order_id = await paid(database)

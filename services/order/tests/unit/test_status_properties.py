@@ -179,7 +179,7 @@ def after(status: OrderStatus, event: Event) -> OrderStatus:
                 # Never paid, or final: the handler dead-letters it or leaves it as it is.
                 assert status == PENDING or status in TERMINAL - {CANCELLED}
                 return status
-            assert outcome.resolves_refund_due == (status == CANCELLED)
+            assert outcome.resolves_refund_due == (status == CANCELLED and full)
             return outcome.status
 
 

@@ -14,6 +14,7 @@ from shop.contracts import Contract, OrderCreated, PaymentReceived, PaymentRever
 from shop.messaging import MessageContext, OutboxItem
 from shop.order.domain.orders import OrderPage, OrderRecord, ProductView
 from shop.order.domain.payments import PaymentConflict
+from shop.order.domain.reversals import RecordedReversal
 from shop.order.domain.status import OrderStatus
 from shop.order.domain.stock import StockedProduct
 
@@ -60,6 +61,11 @@ class Orders(Protocol):
     async def record_reversal(self, reversal: PaymentReversed, *, status: OrderStatus) -> bool:
         """Keep ``reversal`` on its order (``order_reversals``, with the order's ``status``
         after it); False, and nothing kept, when its reference is recorded already."""
+        ...
+
+    async def furthest_reversal(self, payment_id: uuid.UUID) -> RecordedReversal | None:
+        """Of the reversals kept for ``payment_id``, the one that brought the most back
+        (the largest ``reversed_total``); None when none is kept."""
         ...
 
     async def mark_reversed(self, order_id: uuid.UUID, status: OrderStatus) -> None:

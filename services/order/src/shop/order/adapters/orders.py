@@ -14,7 +14,7 @@ from sqlalchemy import and_, bindparam, func, insert, or_, select, text, tuple_,
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from shop.contracts import Contract, PaymentReceived, PaymentReversed
+from shop.contracts import Contract, PaymentReceived, PaymentReversed, ReversalKind
 from shop.messaging import MessageContext, add
 from shop.order.adapters.tables import (
     order_items,
@@ -32,6 +32,7 @@ from shop.order.domain.orders import (
     ProductView,
 )
 from shop.order.domain.payments import PaymentConflict
+from shop.order.domain.reversals import RecordedReversal
 from shop.order.domain.status import OrderStatus
 
 
@@ -173,6 +174,24 @@ class SqlOrders:
             .returning(order_reversals.c.reference)
         )
         return kept.first() is not None
+
+    async def furthest_reversal(self, payment_id: uuid.UUID) -> RecordedReversal | None:
+        row = (
+            await self.session.execute(
+                select(order_reversals)
+                .where(order_reversals.c.payment_id == payment_id)
+                .order_by(order_reversals.c.reversed_total.desc())
+                .limit(1)
+            )
+        ).first()
+        if row is None:
+            return None
+        return RecordedReversal(
+            kind=ReversalKind(row.kind),
+            reference=row.reference,
+            reversed_total=row.reversed_total,
+            reversed_at=row.reversed_at,
+        )
 
     async def mark_reversed(self, order_id: uuid.UUID, status: OrderStatus) -> None:
         await self.session.execute(

@@ -1,14 +1,16 @@
 """What a reversal of the order's payment (PaymentReversed) does to the order: a pure rule.
 
 A chargeback → charged_back; a refund or void reaching what was paid → refunded; less →
-partially_refunded. A cancelled order's late payment given back leaves it cancelled and
-ends its ``refund_due`` conflict. A pending order was never paid: that is an error."""
+partially_refunded. A cancelled order's late payment given back leaves it cancelled; once
+all of it is back, its ``refund_due`` conflict ends. A pending order was never paid: that
+is an error."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
-from shop.contracts import ReversalKind
+from shop.contracts import PaymentReversed, ReversalKind
 from shop.order.domain.errors import DomainError
 from shop.order.domain.status import OrderStatus, check_transition
 
@@ -22,11 +24,31 @@ class ReversalOfUnpaidOrder(DomainError):
 
 
 @dataclass(frozen=True)
+class RecordedReversal:
+    """A reversal kept on an order: enough to tell how much of its payment went back."""
+
+    kind: ReversalKind
+    reference: str
+    reversed_total: int
+    reversed_at: datetime
+
+    @classmethod
+    def of(cls, reversal: PaymentReversed) -> RecordedReversal:
+        return cls(reversal.kind, reversal.reference, reversal.reversed_total, reversal.reversed_at)
+
+    @property
+    def resolution(self) -> str:
+        """How a ``refund_due`` conflict it ends is marked resolved."""
+        return f"{self.kind.value} {self.reference}"
+
+
+@dataclass(frozen=True)
 class ReversalOutcome:
     status: OrderStatus
     """The order's status after the reversal."""
     resolves_refund_due: bool
-    """A late payment for a cancelled order given back: its refund_due conflict ends."""
+    """A late payment for a cancelled order given back in full: its refund_due conflict
+    ends (a part given back leaves the rest still due)."""
 
 
 def after_reversal(
@@ -38,7 +60,9 @@ def after_reversal(
     if current == OrderStatus.PENDING:
         raise ReversalOfUnpaidOrder(current)
     if current == OrderStatus.CANCELLED:
-        return ReversalOutcome(OrderStatus.CANCELLED, resolves_refund_due=True)
+        return ReversalOutcome(
+            OrderStatus.CANCELLED, resolves_refund_due=reversed_total >= paid_amount
+        )
     if kind == ReversalKind.CHARGEBACK:
         target = OrderStatus.CHARGED_BACK
     elif reversed_total >= paid_amount:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from shop.contracts import OrderPaid, PaymentReceived
-from shop.order.domain.payments import payment_conflict
+from shop.order.domain.payments import PaymentConflict, payment_conflict
 from shop.order.ports import Orders
 
 
@@ -29,6 +29,8 @@ async def mark_paid(orders: Orders, payment: PaymentReceived, log: Any) -> None:
             order_total=order.total,
             action=conflict.value,
         )
+        if conflict == PaymentConflict.REFUND_DUE:
+            await _end_if_given_back(orders, payment, log)
         return
     await orders.mark_paid(payment)
     await orders.add_event(
@@ -41,3 +43,18 @@ async def mark_paid(orders: Orders, payment: PaymentReceived, log: Any) -> None:
         key=str(order.id),
     )
     log.info("order paid", order_id=str(order.id))
+
+
+async def _end_if_given_back(orders: Orders, payment: PaymentReceived, log: Any) -> None:
+    """PaymentReversed and PaymentReceived travel on different topics, so a late payment's
+    refund can be recorded before the payment is: its ``refund_due`` ends at once then."""
+    furthest = await orders.furthest_reversal(payment.payment_id)
+    if furthest is None or furthest.reversed_total < payment.amount:
+        return
+    await orders.resolve_conflicts(
+        payment.order_id,
+        PaymentConflict.REFUND_DUE,
+        resolution=furthest.resolution,
+        at=furthest.reversed_at,
+    )
+    log.info("late payment given back already", order_id=str(payment.order_id))

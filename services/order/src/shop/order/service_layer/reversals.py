@@ -10,7 +10,7 @@ from typing import Any
 from shop.contracts import OrderPaymentReversed, PaymentReversed
 from shop.order.domain.errors import InvalidTransition
 from shop.order.domain.payments import PaymentConflict
-from shop.order.domain.reversals import after_reversal
+from shop.order.domain.reversals import RecordedReversal, after_reversal
 from shop.order.ports import Orders
 
 
@@ -54,7 +54,7 @@ async def record_reversal(orders: Orders, reversal: PaymentReversed, log: Any) -
         ended = await orders.resolve_conflicts(
             order.id,
             PaymentConflict.REFUND_DUE,
-            resolution=f"{reversal.kind.value} {reversal.reference}",
+            resolution=RecordedReversal.of(reversal).resolution,
             at=reversal.reversed_at,
         )
         log.info("late payment given back", order_id=str(order.id), conflicts_ended=ended)
