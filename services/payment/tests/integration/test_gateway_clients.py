@@ -6,7 +6,9 @@ payment-service's code."""
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
+import httpx
 import pytest
 
 from shop.devstack.process import free_port
@@ -22,10 +24,10 @@ from ..signing import GATEWAY_API_KEY, SERVER_KEY
 TOTAL = 178000
 
 
-async def paid(url: str, fmt: Format, outcome: str = "settlement") -> uuid.UUID:
+async def paid(url: str, fmt: Format, outcome: str = "settlement", **how: Any) -> uuid.UUID:
     order_id = uuid.uuid4()
     payment = gateway.Payment(order_id, TOTAL, "IDR")
-    await gateway.pay_at_gateway(url, payment, fmt=fmt, outcome=outcome, notify=False)
+    await gateway.pay_at_gateway(url, payment, fmt=fmt, outcome=outcome, notify=False, **how)
     return order_id
 
 
@@ -135,3 +137,67 @@ async def test_a_gateway_nobody_answers_for_is_unavailable_after_a_few_tries() -
         await midtrans(nowhere).status(uuid.uuid4())
     with pytest.raises(GatewayUnavailable):
         await shop(nowhere).refund(RefundRequest(uuid.uuid4(), "k", 1, "r"))
+
+
+async def test_an_unsettled_card_capture_is_given_back_whole_by_cancelling_it(
+    gateway_url: str,
+) -> None:
+    # Midtrans' refund API refuses a capture not settled yet (412): it is cancelled instead.
+    client = midtrans(gateway_url)
+    order_id = await paid(gateway_url, Format.MIDTRANS, "capture")
+
+    with pytest.raises(GatewayRefused, match="only whole"):
+        await client.refund(RefundRequest(order_id, "part", 1000, "no"))
+    given_back = await client.refund(RefundRequest(order_id, "whole", TOTAL, "cancelled"))
+
+    assert given_back.amount == TOTAL
+    charge = await client.status(order_id)
+    assert charge is not None
+    assert (charge.status, charge.state) == ("cancel", ChargeState.VOIDED)
+
+
+async def test_a_bank_transfer_midtrans_cannot_refund_is_refused_with_what_to_do(
+    gateway_url: str,
+) -> None:
+    order_id = await paid(gateway_url, Format.MIDTRANS, method="bank_transfer")
+
+    with pytest.raises(GatewayRefused, match="bank_transfer payment through its API: give"):
+        await midtrans(gateway_url).refund(RefundRequest(order_id, "k", TOTAL, "late"))
+
+
+@pytest.mark.parametrize("fmt", [Format.MIDTRANS, Format.SHOP])
+async def test_a_charge_still_waiting_is_closed_and_a_settled_one_cannot_be(
+    gateway_url: str, fmt: Format
+) -> None:
+    client = midtrans(gateway_url) if fmt == Format.MIDTRANS else shop(gateway_url)
+    waiting = await paid(gateway_url, fmt, "pending")
+    settled = await paid(gateway_url, fmt)
+
+    await client.close(waiting)
+    with pytest.raises(GatewayRefused):
+        await client.close(settled)
+
+    closed = await client.status(waiting)
+    assert closed is not None
+    assert closed.state == ChargeState.FAILED
+    still = await client.status(settled)
+    assert still is not None
+    assert still.state == ChargeState.PAID
+
+
+async def test_a_capture_held_for_a_fraud_review_is_pending_under_review_until_approved(
+    gateway_url: str,
+) -> None:
+    client = midtrans(gateway_url)
+    order_id = await paid(gateway_url, Format.MIDTRANS, "capture", in_review=True)
+
+    held = await client.status(order_id)
+    assert held is not None
+    assert (held.state, held.in_review) == (ChargeState.PENDING, True)
+
+    async with httpx.AsyncClient(base_url=gateway_url, auth=(SERVER_KEY, "")) as merchant:
+        approved = (await merchant.post(f"/v2/{order_id}/approve")).json()
+    assert approved["status_code"] == "200"
+    charge = await client.status(order_id)
+    assert charge is not None
+    assert (charge.state, charge.in_review) == (ChargeState.PAID, False)

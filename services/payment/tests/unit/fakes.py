@@ -16,6 +16,7 @@ from shop.messaging import MessageContext
 from shop.payment.bus import PUBLISHES
 from shop.payment.domain.errors import GatewayRefused, GatewayUnavailable
 from shop.payment.domain.gateway import (
+    ChargeState,
     GatewayPayment,
     GatewayReversal,
     RefundRequest,
@@ -182,11 +183,25 @@ class FakeGateway:
         self.refunds: dict[str, RefundResult] = {}
         self.unavailable = False
         self.refusal: str | None = None
+        self.closed: list[uuid.UUID] = []
+        self.paid_before_closing = False
+        """The customer pays while the shop closes the charge: the close is refused."""
 
     async def status(self, order_id: uuid.UUID) -> GatewayPayment | None:
         if self.unavailable:
             raise GatewayUnavailable("the gateway did not answer")
         return self.charges.get(order_id)
+
+    async def close(self, order_id: uuid.UUID) -> None:
+        if self.unavailable:
+            raise GatewayUnavailable("the gateway did not answer")
+        charge = self.charges[order_id]
+        if self.paid_before_closing:
+            self.charges[order_id] = replace(charge, status="settlement", state=ChargeState.PAID)
+        if self.charges[order_id].state != ChargeState.PENDING:
+            raise GatewayRefused("the transaction can no longer be closed")
+        self.closed.append(order_id)
+        self.charges[order_id] = replace(charge, status="expire", state=ChargeState.FAILED)
 
     async def refund(self, request: RefundRequest) -> RefundResult:
         if self.unavailable:

@@ -61,6 +61,22 @@ def test_a_card_cancelled_after_its_capture_is_voided() -> None:
     assert read_status(ORDER, captured).state == ChargeState.VOIDED
 
 
+def test_a_capture_denied_after_its_fraud_review_was_never_taken() -> None:
+    denied = document(
+        "cancel", fraud_status="deny", payment_type="credit_card", approval_code="1733300000000"
+    )
+    assert read_status(ORDER, denied).state == ChargeState.FAILED
+
+
+@pytest.mark.parametrize(("fraud", "in_review"), [("challenge", True), ("accept", False)])
+def test_only_a_capture_held_for_a_fraud_review_is_under_review(
+    fraud: str, in_review: bool
+) -> None:
+    card = document("capture", fraud_status=fraud, payment_type="credit_card")
+    assert read_status(ORDER, card).in_review is in_review
+    assert read_status(ORDER, document("pending")).in_review is False
+
+
 def test_a_settlement_keeps_its_settlement_time_read_in_jakarta() -> None:
     payment = read_status(ORDER, document("settlement", settlement_time="2026-12-04 10:16:40"))
     assert payment.settled_at == datetime(2026, 12, 4, 3, 16, 40, tzinfo=UTC)

@@ -228,6 +228,58 @@ async def test_the_window_ends_unpaid_and_the_payment_expires(
     assert expired.order_id == ORDER
 
 
+async def test_a_charge_still_waiting_at_expiry_is_closed_at_the_gateway_first(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    # Closed first, so that a customer cannot pay a virtual account the shop gave up on.
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PENDING, "pending")
+
+    await payments.expire_payment(store, gateways, ORDER, log)
+
+    assert gateway.closed == [ORDER]
+    assert status(store) == PaymentStatus.EXPIRED
+    assert len(store.state.sent(PaymentExpired)) == 1
+
+
+async def test_a_charge_paid_while_it_is_being_closed_pays(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PENDING, "pending")
+    gateway.paid_before_closing = True
+
+    await payments.expire_payment(store, gateways, ORDER, log)
+
+    assert status(store) == PaymentStatus.PAID
+    assert store.state.sent(PaymentExpired) == []
+    assert len(store.state.sent(PaymentReceived)) == 1
+
+
+async def test_a_capture_under_fraud_review_at_expiry_waits_for_the_review(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    # Midtrans holds a card capture flagged "challenge" until it is approved or denied: the
+    # customer paid in time, so the window cannot end it; the expiry is asked again later.
+    await opened(store)
+    gateway.charges[ORDER] = replace(charge(ChargeState.PENDING, "capture"), in_review=True)
+    before = datetime.now(UTC)
+
+    outcome = await payments.expire_payment(store, gateways, ORDER, log, recheck_after=WINDOW.grace)
+
+    assert outcome == "under review at the gateway"
+    assert status(store) == PaymentStatus.PENDING
+    assert gateway.closed == []
+    assert store.state.sent(PaymentExpired) == []
+    [*_, again] = [item for item in store.state.outbox if isinstance(item.message, ExpirePayment)]
+    assert again.due_at is not None
+    assert again.due_at >= before + WINDOW.grace
+
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "capture")
+    await payments.expire_payment(store, gateways, ORDER, log)
+    assert status(store) == PaymentStatus.PAID
+
+
 async def test_a_settlement_in_the_window_that_no_notification_brought_pays_at_expiry(
     store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
 ) -> None:

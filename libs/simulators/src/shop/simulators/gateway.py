@@ -160,6 +160,8 @@ def midtrans_notice(
     amount: int,
     transaction_id: str,
     reversed_amount: int = 0,
+    payment_type: str = "bank_transfer",
+    fraud_status: str = "accept",
 ) -> Notice:
     """Midtrans' notification that ``transaction_id`` is now ``status`` (``pending``,
     ``settlement``, ``deny``, ``partial_refund``…); a refund's carries ``refund_amount``,
@@ -173,11 +175,11 @@ def midtrans_notice(
         "transaction_id": transaction_id,
         "status_code": status_code,
         "signature_key": midtrans_signature_key(order_id, status_code, gross_amount, server_key),
-        "payment_type": "bank_transfer",
+        "payment_type": payment_type,
         "order_id": order_id,
         "gross_amount": gross_amount,
         "currency": payment.currency,
-        "fraud_status": "accept",
+        "fraud_status": fraud_status,
     }
     if reversed_amount:
         payload["refund_amount"] = f"{reversed_amount}.00"
@@ -289,12 +291,16 @@ async def pay_at_gateway(
     notify: bool = True,
     notify_after: float = 0,
     resend: bool = True,
+    method: str | None = None,
+    in_review: bool = False,
 ) -> list[Answer]:
     """The customer pays ``payment`` at the development gateway (``amount`` instead of the
     payment's when given): the gateway records the charge and sends its notifications as
     :func:`notices` would, and answers what payment-service's webhook said to each. Not
     ``notify``: the notifications are lost (reconciliation finds the charge);
-    ``notify_after``: held back that many seconds."""
+    ``notify_after``: held back that many seconds. In Midtrans' format ``method`` is the
+    ``payment_type`` (a card for a capture, else GoPay, unless told) and ``in_review`` holds
+    a capture for a fraud review (``challenge``)."""
     chosen = outcome or ("deny" if fail else "settlement")
     return await _control(
         gateway_url,
@@ -311,6 +317,8 @@ async def pay_at_gateway(
             "notify": notify,
             "notify_after": notify_after,
             "resend": resend,
+            "method": method,
+            "fraud": "challenge" if in_review else "accept",
         },
     )
 

@@ -8,15 +8,19 @@ and chaos tests pay through it, so that payment-service's real API clients are w
 
 Three faces:
 
-- **Midtrans' Core API**: ``GET /v2/{order_id}/status`` and ``POST /v2/{order_id}/refund``
-  (``{refund_key, amount, reason}``, idempotent by ``refund_key``), basic auth with the
-  server key as the user name. Every answer carries Midtrans' ``status_code`` (a string)
-  in its body: ``"404"`` for an unknown order, ``"401"`` for a wrong key, ``"412"`` for a
-  refund the transaction cannot take. Refunds are listed in ``refunds`` with their
-  ``refund_chargeback_id``; chargebacks in ``chargebacks``, the same shape.
+- **Midtrans' Core API**: ``GET /v2/{order_id}/status``, ``POST /v2/{order_id}/refund``
+  (``{refund_key, amount, reason}``, idempotent by ``refund_key``), ``/cancel``,
+  ``/expire``, ``/approve`` and ``/deny``, basic auth with the server key as the user name.
+  Every answer carries Midtrans' ``status_code`` (a string) in its body: ``"404"`` for an
+  unknown order, ``"401"`` for a wrong key, ``"407"`` for an expired transaction, ``"412"``
+  for a change the transaction cannot take. As Midtrans, it refunds only a settled charge
+  of a method its refund API takes (a card capture is cancelled instead; a bank transfer is
+  refunded by hand), and holds a ``challenge`` capture until it is approved or denied.
+  Refunds are listed in ``refunds`` with their ``refund_chargeback_id``; chargebacks in
+  ``chargebacks``, the same shape (where Midtrans lists chargebacks is not documented).
 - **The shop's gateway API** (payment-service's README, "The shop's gateway API"): ``GET
-  /v1/charges/{order_id}`` and ``POST /v1/charges/{order_id}/refunds``, ``Authorization:
-  Bearer <api key>``.
+  /v1/charges/{order_id}``, ``POST /v1/charges/{order_id}/refunds`` and ``POST
+  /v1/charges/{order_id}/expire``, ``Authorization: Bearer <api key>``.
 - **Its control API** (``/_simulator/…``), what a customer or a bank does: pay an order, be
   refused, charge back, have a capture cancelled; each posts the notifications the gateway
   would (or drops them, for reconciliation to find), and answers what the webhook said.
@@ -28,6 +32,7 @@ import asyncio
 import hmac
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final, Literal
@@ -46,6 +51,12 @@ CONTROL: Final = "/_simulator"
 RESEND_DELAYS: Final = (0.5, 1.0, 2.0, 4.0, 8.0)
 """When an unanswered notification is sent again: a real gateway keeps trying for longer."""
 _TIME_FORMAT: Final = "%Y-%m-%d %H:%M:%S"
+_CARD_STATUSES: Final = {"capture": "credit_card", "authorize": "credit_card"}
+_MIDTRANS_REFUNDABLE: Final = frozenset(
+    {"credit_card", "gopay", "shopeepay", "dana", "ovo", "qris", "kredivo", "akulaku"}
+)
+"""The payment types Midtrans' refund API takes; a bank transfer is refunded by hand."""
+_MIDTRANS_CANNOT_MODIFY: Final = "Merchant cannot modify the status of the transaction"
 _MIDTRANS_MONEY_TAKEN: Final = frozenset(
     {"settlement", "capture", "refund", "partial_refund", "chargeback", "partial_chargeback"}
 )
@@ -76,6 +87,10 @@ class Charge:
     created_at: datetime
     settled_at: datetime | None = None
     captured: bool = False
+    method: str = "gopay"
+    """Midtrans' ``payment_type``: what its refund API accepts depends on it."""
+    fraud: str = "accept"
+    """Midtrans' ``fraud_status``: a ``challenge`` capture waits for approve or deny."""
     reversals: list[Reversal] = field(default_factory=list)
     last_notice: Notice | None = None
     sent: list[Notice] = field(default_factory=list)
@@ -89,7 +104,7 @@ class Charge:
     @property
     def money_taken(self) -> bool:
         if self.fmt == Format.MIDTRANS:
-            return self.status in _MIDTRANS_MONEY_TAKEN
+            return self.status in _MIDTRANS_MONEY_TAKEN and self.fraud != "challenge"
         return self.status == "paid"
 
 
@@ -118,6 +133,12 @@ class PayRequest(BaseModel):
     outcome: str = "settlement"
     """Midtrans' status to end in (``settlement``, ``pending``, ``deny``, ``capture``…); in
     the shop's format ``settlement`` pays and anything else fails."""
+    method: str | None = None
+    """Midtrans' ``payment_type``; None: ``credit_card`` for a card's statuses (capture,
+    authorize), else ``gopay``."""
+    fraud: Literal["accept", "challenge"] = "accept"
+    """A Midtrans card capture held for a fraud review (``challenge``) until approved or
+    denied through the API."""
     notify: bool = True
     """False: the notification is lost on the way (reconciliation finds the charge)."""
     notify_after: float = Field(default=0, ge=0, le=3600)
@@ -194,6 +215,10 @@ def _midtrans_api(app: FastAPI, state: Gateway) -> None:
             return _midtrans_error(404, "Transaction doesn't exist.")
         known = _refund_by_key(charge, body.refund_key)
         if known is None:
+            if charge.status in _CARD_STATUSES or charge.method not in _MIDTRANS_REFUNDABLE:
+                # As Midtrans: a capture not settled is cancelled instead; a bank transfer
+                # is refunded by hand.
+                return _midtrans_error(412, _MIDTRANS_CANNOT_MODIFY)
             problem = _refusal(charge, body.amount)
             if problem:
                 return _midtrans_error(412, problem)
@@ -208,6 +233,92 @@ def _midtrans_api(app: FastAPI, state: Gateway) -> None:
                 "refund_key": known.key,
             }
         )
+
+    @app.post("/v2/{order_id}/cancel")
+    async def midtrans_cancel(
+        order_id: str, authorization: Annotated[str | None, Header()] = None
+    ) -> JSONResponse:
+        _midtrans_auth(state, authorization)
+        return _midtrans_change(
+            state.charges.get(order_id),
+            _Change("cancel", "200", "Success, transaction is canceled"),
+            lambda charge: charge.status in {"capture", "authorize", "pending"},
+            state,
+        )
+
+    @app.post("/v2/{order_id}/expire")
+    async def midtrans_expire(
+        order_id: str, authorization: Annotated[str | None, Header()] = None
+    ) -> JSONResponse:
+        _midtrans_auth(state, authorization)
+        return _midtrans_change(
+            state.charges.get(order_id),
+            _Change("expire", "407", "Success, transaction has expired"),
+            lambda charge: charge.status == "pending",
+            state,
+        )
+
+    @app.post("/v2/{order_id}/approve")
+    async def midtrans_approve(
+        order_id: str, authorization: Annotated[str | None, Header()] = None
+    ) -> JSONResponse:
+        _midtrans_auth(state, authorization)
+        return _midtrans_change(
+            state.charges.get(order_id),
+            _Change("capture", "200", "Success, transaction is approved", fraud="accept"),
+            _challenged,
+            state,
+        )
+
+    @app.post("/v2/{order_id}/deny")
+    async def midtrans_deny(
+        order_id: str, authorization: Annotated[str | None, Header()] = None
+    ) -> JSONResponse:
+        _midtrans_auth(state, authorization)
+        return _midtrans_change(
+            state.charges.get(order_id),
+            _Change("deny", "200", "Success, transaction is denied", fraud="deny"),
+            _challenged,
+            state,
+        )
+
+
+@dataclass(frozen=True)
+class _Change:
+    """What one of Midtrans' calls that change a transaction makes of it, and answers."""
+
+    status: str
+    code: str
+    message: str
+    fraud: str | None = None
+
+
+def _challenged(charge: Charge) -> bool:
+    return charge.status == "capture" and charge.fraud == "challenge"
+
+
+def _midtrans_change(
+    charge: Charge | None,
+    change: _Change,
+    applies: Callable[[Charge], bool],
+    state: Gateway,
+) -> JSONResponse:
+    """Cancel, expire, approve or deny, as Midtrans does them: 412 unless the transaction
+    is in a status the call applies to; else the change is made, answered, and notified
+    after the answer."""
+    if charge is None or charge.fmt != Format.MIDTRANS:
+        return _midtrans_error(404, "Transaction doesn't exist.")
+    if not applies(charge):
+        return _midtrans_error(412, _MIDTRANS_CANNOT_MODIFY)
+    charge.status = change.status
+    if change.fraud is not None:
+        charge.fraud = change.fraud
+    if charge.money_taken and charge.settled_at is None:
+        charge.settled_at = datetime.now(UTC)
+    _notify_later(state, charge)
+    return JSONResponse(
+        {**_midtrans_document(charge), "status_code": change.code, "status_message": change.message}
+    )
 
 
 def _shop_api(app: FastAPI, state: Gateway) -> None:
@@ -238,6 +349,23 @@ def _shop_api(app: FastAPI, state: Gateway) -> None:
             known = _refund(state, charge, body)
             _notify_later(state, charge)
         return JSONResponse(_shop_reversal(known))
+
+    @app.post("/v1/charges/{order_id}/expire")
+    async def shop_expire(
+        order_id: str, authorization: Annotated[str | None, Header()] = None
+    ) -> JSONResponse:
+        _bearer(state, authorization)
+        charge = state.charges.get(order_id)
+        if charge is None or charge.fmt != Format.SHOP:
+            return JSONResponse({"detail": f"no charge for order {order_id}"}, status_code=404)
+        if charge.status != "pending":
+            return JSONResponse(
+                {"detail": f"the charge is {charge.status}: only a pending one expires"},
+                status_code=409,
+            )
+        charge.status = "failed"
+        _notify_later(state, charge)
+        return JSONResponse(_shop_document(charge))
 
 
 def _control_api(app: FastAPI, state: Gateway) -> None:
@@ -338,6 +466,8 @@ def _charged(state: Gateway, body: PayRequest) -> Charge:
             body.currency,
             now,
             captured=body.outcome == "capture",
+            method=body.method or _CARD_STATUSES.get(body.outcome, "gopay"),
+            fraud=body.fraud,
         )
     else:
         status = {"settlement": "paid", "pending": "pending"}.get(body.outcome, "failed")
@@ -397,7 +527,7 @@ def _refund(state: Gateway, charge: Charge, body: RefundBody) -> Reversal:
 
 
 def _midtrans_document(charge: Charge) -> dict[str, Any]:
-    code = {"pending": "201", "authorize": "201"}.get(charge.status)
+    code = {"pending": "201", "authorize": "201", "expire": "407"}.get(charge.status)
     if code is None:
         code = "200" if charge.money_taken or charge.status == "cancel" else "202"
     document: dict[str, Any] = {
@@ -407,10 +537,10 @@ def _midtrans_document(charge: Charge) -> dict[str, Any]:
         "order_id": charge.order_id,
         "gross_amount": f"{charge.amount}.00",
         "currency": charge.currency,
-        "payment_type": "credit_card" if charge.captured else "bank_transfer",
+        "payment_type": charge.method,
         "transaction_time": _jakarta(charge.created_at),
         "transaction_status": charge.status,
-        "fraud_status": "accept",
+        "fraud_status": charge.fraud,
     }
     if charge.captured:
         document["approval_code"] = charge.transaction_id[:13]
@@ -501,6 +631,8 @@ def _pay_notices(
                 status=status,
                 amount=body.amount,
                 transaction_id=charge.transaction_id,
+                payment_type=charge.method,
+                fraud_status=charge.fraud if status == body.outcome else "accept",
             )
             for status in ("pending", body.outcome)
             if not (status == "pending" and body.outcome == "pending")
@@ -547,6 +679,8 @@ def _current_notice(state: Gateway, charge: Charge) -> Notice:
             amount=charge.amount,
             transaction_id=charge.transaction_id,
             reversed_amount=charge.reversed_amount,
+            payment_type=charge.method,
+            fraud_status=charge.fraud,
         )
     last = charge.reversals[-1] if charge.reversals else None
     kind = {

@@ -53,7 +53,11 @@ def build_router(
 
     @router.subscriber(ExpirePayment, transactional=False)
     async def expire_payment(command: ExpirePayment, ctx: MessageContext) -> None:
-        await _as_outcome(payments.expire_payment(store, gateways, command.order_id, ctx.log))
+        await _as_outcome(
+            payments.expire_payment(
+                store, gateways, command.order_id, ctx.log, recheck_after=window.grace
+            )
+        )
 
     @router.subscriber(RefundPayment, transactional=False)
     async def refund_payment(command: RefundPayment, ctx: MessageContext) -> None:

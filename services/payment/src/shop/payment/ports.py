@@ -146,6 +146,12 @@ class PaymentGateway(Protocol):
         same key asked again answers the refund made the first time."""
         ...
 
+    async def close(self, order_id: uuid.UUID) -> None:
+        """End the order's charge that still waits for the customer, so that it can no
+        longer be paid. :class:`~shop.payment.domain.errors.GatewayRefused` when it can
+        no longer be closed (it was paid, or failed, meanwhile): its status tells which."""
+        ...
+
 
 class PaymentMetrics(Protocol):
     """What the payment rules count, for the worker's ``/metrics``."""

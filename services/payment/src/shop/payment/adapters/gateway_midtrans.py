@@ -1,6 +1,10 @@
 """Midtrans' Core API as a :class:`~shop.payment.ports.PaymentGateway`: ``GET
-/v2/{order_id}/status`` and ``POST /v2/{order_id}/refund``, the server key as the basic
-auth user name with an empty password.
+/v2/{order_id}/status``, ``POST /v2/{order_id}/refund``, ``/cancel`` and ``/expire``, the
+server key as the basic auth user name with an empty password.
+
+Midtrans refunds only a settled charge, and only for some payment methods: a card capture
+not settled yet is given back by cancelling it (its Cancel API, the whole amount), and a
+method it cannot refund (a bank transfer) is refused here with what a person must do.
 
 Midtrans answers every call with a JSON body whose ``status_code`` (a string) may differ
 from the HTTP status: a missing transaction is ``"404"`` in the body, a refused refund a
@@ -45,6 +49,13 @@ _STATES: Final = {
     "failure": ChargeState.FAILED,
 }
 _CHARGEBACK_STATUSES: Final = frozenset({"chargeback", "partial_chargeback"})
+_UNSETTLED: Final = frozenset({"capture", "authorize"})
+"""Card charges Midtrans gives back by cancelling them (its refund API refuses them)."""
+REFUNDABLE_METHODS: Final = frozenset(
+    {"credit_card", "gopay", "shopeepay", "dana", "ovo", "qris", "kredivo", "akulaku"}
+)
+"""The payment types Midtrans' refund API accepts; the rest (bank transfers, convenience
+stores) are given back by hand."""
 
 
 class MidtransGateway:
@@ -66,46 +77,77 @@ class MidtransGateway:
         )
 
     async def status(self, order_id: uuid.UUID) -> GatewayPayment | None:
+        body = await self._status_document(order_id)
+        return None if body is None else read_status(order_id, body)
+
+    async def refund(self, refund: RefundRequest) -> RefundResult:
+        charge = await self._status_document(refund.order_id)
+        if charge is None:
+            raise GatewayRefused(f"{NAME} has no transaction for order {refund.order_id}")
+        if charge.get("transaction_status") in _UNSETTLED:
+            return await self._cancel(refund, charge)
+        method = str(charge.get("payment_type"))
+        if method not in REFUNDABLE_METHODS:
+            raise GatewayRefused(
+                f"{NAME} cannot refund a {method} payment through its API: "
+                "give the money back by hand, then record it at the gateway"
+            )
+        body = await self._post(
+            f"/v2/{refund.order_id}/refund",
+            {"refund_key": refund.refund_key, "amount": refund.amount, "reason": refund.reason},
+            success=("200",),
+        )
+        return RefundResult(
+            reference=str(body.get("refund_chargeback_id") or refund.refund_key),
+            amount=_rupiah(body.get("refund_amount", refund.amount)),
+        )
+
+    async def close(self, order_id: uuid.UUID) -> None:
+        # Midtrans answers a transaction expired on request with status_code 407.
+        await self._post(f"/v2/{order_id}/expire", None, success=("407", "200"))
+
+    async def _status_document(self, order_id: uuid.UUID) -> dict[str, Any] | None:
+        """The status document; None when Midtrans has no transaction for the order."""
         reply = await request(
             self.client, NAME, "GET", f"/v2/{order_id}/status", missing_is_none=True
         )
         if reply is None:
             return None
         body = document(reply, NAME)
-        code = str(body.get("status_code", ""))
-        if code == "404":
+        if str(body.get("status_code")) == "404":
             return None
-        if code.startswith(("5", "429")):
-            raise GatewayUnavailable(f"{NAME} answered status_code {code}")
-        if code.startswith("4"):
-            raise GatewayRefused(
-                f"{NAME} refused the status call: {code} {body.get('status_message')}"
-            )
-        return read_status(order_id, body)
+        # 201 pending, 202 denied or failed, 407 expired: each a transaction found.
+        self._check(body, "the status call", success=("200", "201", "202", "407"))
+        return body
 
-    async def refund(self, refund: RefundRequest) -> RefundResult:
-        reply = await request(
-            self.client,
-            NAME,
-            "POST",
-            f"/v2/{refund.order_id}/refund",
-            json={
-                "refund_key": refund.refund_key,
-                "amount": refund.amount,
-                "reason": refund.reason,
-            },
-        )
+    async def _cancel(self, refund: RefundRequest, charge: dict[str, Any]) -> RefundResult:
+        taken = _rupiah(charge["gross_amount"])
+        if refund.amount != taken:
+            raise GatewayRefused(
+                f"{NAME} gives back an unsettled card payment only whole, by cancelling it: "
+                f"{refund.amount} of {taken} asked"
+            )
+        await self._post(f"/v2/{refund.order_id}/cancel", None, success=("200",))
+        return RefundResult(reference=f"{charge['transaction_id']}:void", amount=taken)
+
+    async def _post(
+        self, path: str, json: dict[str, Any] | None, *, success: tuple[str, ...]
+    ) -> dict[str, Any]:
+        reply = await request(self.client, NAME, "POST", path, json=json)
         assert reply is not None
         body = document(reply, NAME)
+        self._check(body, f"POST {path}", success=success)
+        return body
+
+    @staticmethod
+    def _check(body: dict[str, Any], what: str, *, success: tuple[str, ...]) -> None:
+        """Midtrans' verdict is the body's ``status_code``, whatever the HTTP status."""
         code = str(body.get("status_code", ""))
-        if code.startswith("5"):
-            raise GatewayUnavailable(f"{NAME} answered status_code {code} to the refund")
-        if code != "200":
-            raise GatewayRefused(f"{NAME} refused the refund: {code} {body.get('status_message')}")
-        return RefundResult(
-            reference=str(body.get("refund_chargeback_id") or refund.refund_key),
-            amount=_rupiah(body.get("refund_amount", refund.amount)),
-        )
+        if code in success:
+            return
+        if code.startswith("5") or code == "429":
+            raise GatewayUnavailable(f"{NAME} answered status_code {code} to {what}")
+        raise GatewayRefused(f"{NAME} refused {what}: {code} {body.get('status_message')}")
 
 
 def read_status(order_id: uuid.UUID, body: dict[str, Any]) -> GatewayPayment:
@@ -130,6 +172,7 @@ def read_status(order_id: uuid.UUID, body: dict[str, Any]) -> GatewayPayment:
         currency=currency,
         reversals=tuple(reversals),
         settled_at=_time(body.get("settlement_time")),
+        in_review=status == "capture" and body.get("fraud_status") == "challenge",
     )
 
 
@@ -158,8 +201,9 @@ def _state(status: str, fraud_status: object, *, captured: bool) -> ChargeState:
             return ChargeState.FAILED
         return ChargeState.PAID if fraud_status in ("accept", None) else ChargeState.PENDING
     if status == "cancel":
-        # Cancelled after its capture, the money was taken and given back; before, never taken.
-        return ChargeState.VOIDED if captured else ChargeState.FAILED
+        # Cancelled after its capture, the money was taken and given back; before, never
+        # taken. A capture denied after a fraud review was never accepted: never taken.
+        return ChargeState.VOIDED if captured and fraud_status != "deny" else ChargeState.FAILED
     try:
         return _STATES[status]
     except KeyError:

@@ -1,7 +1,7 @@
 """The shop's own gateway API as a :class:`~shop.payment.ports.PaymentGateway` (its
 definition: payment-service's README, "The shop's gateway API"): ``GET
-/v1/charges/{order_id}`` and ``POST /v1/charges/{order_id}/refunds``, with ``Authorization:
-Bearer <api key>``."""
+/v1/charges/{order_id}``, ``POST /v1/charges/{order_id}/refunds`` and ``POST
+/v1/charges/{order_id}/expire``, with ``Authorization: Bearer <api key>``."""
 
 from __future__ import annotations
 
@@ -67,6 +67,10 @@ class ShopGateway:
             return RefundResult(reference=str(body["id"]), amount=int(body["amount"]))
         except (KeyError, TypeError, ValueError) as error:
             raise GatewayUnavailable(f"{NAME}'s refund answer cannot be read: {error}") from None
+
+    async def close(self, order_id: uuid.UUID) -> None:
+        # A charge no longer pending is a 409, which ``request`` raises as GatewayRefused.
+        await request(self.client, NAME, "POST", f"/v1/charges/{order_id}/expire")
 
 
 def read_charge(order_id: uuid.UUID, body: dict[str, Any]) -> GatewayPayment:

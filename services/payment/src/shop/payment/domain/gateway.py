@@ -66,6 +66,9 @@ class GatewayPayment:
     currency: str
     reversals: tuple[GatewayReversal, ...] = ()
     settled_at: datetime | None = None
+    in_review: bool = False
+    """A capture the gateway holds for a fraud review (Midtrans' ``challenge``): PENDING
+    until the gateway approves or denies it, whatever the payment window says."""
 
     @property
     def reversed_amount(self) -> int:

@@ -154,18 +154,53 @@ async def process_notification(
     return outcome
 
 
-async def expire_payment(store: PaymentStore, gateways: Gateways, order_id: Any, log: Any) -> str:
+async def expire_payment(
+    store: PaymentStore,
+    gateways: Gateways,
+    order_id: Any,
+    log: Any,
+    *,
+    recheck_after: timedelta = timedelta(minutes=5),
+) -> str:
     """The window (and its grace) is over: a payment the gateway took in time is paid, one
-    still unpaid expires and PaymentExpired goes out (order-service cancels the order)."""
+    still unpaid expires and PaymentExpired goes out (order-service cancels the order). A
+    charge still waiting for the customer is closed at the gateway first; a capture under
+    the gateway's fraud review is the customer's payment in time, so its expiry is asked
+    again ``recheck_after`` later instead."""
     async with store.transaction() as payments:
         payment = await payments.get(order_id)
     if payment is None or payment.status not in UNPAID:
         log.info("payment window over", order_id=str(order_id), outcome="nothing to expire")
         return "nothing to expire"
     charge = await charge_at_any(gateways, payment)
+    if charge is not None and charge.in_review:
+        async with store.transaction() as payments:
+            due = datetime.now(UTC) + recheck_after
+            await payments.add_event(
+                ExpirePayment(order_id=order_id), key=str(order_id), due_at=due
+            )
+        log.info("payment window over", order_id=str(order_id), outcome=UNDER_REVIEW)
+        return UNDER_REVIEW
+    if charge is not None and charge.state == ChargeState.PENDING:
+        charge = await _closed(gateway_of(gateways, charge.provider), charge, log)
     outcome, _ = await bring_to_gateway(store, payment, charge, expire=True)
     log.info("payment window over", order_id=str(order_id), outcome=outcome)
     return outcome
+
+
+UNDER_REVIEW = "under review at the gateway"
+
+
+async def _closed(
+    gateway: PaymentGateway, charge: GatewayPayment, log: Any
+) -> GatewayPayment | None:
+    """The charge once closed at the gateway, as its status then reads. A close refused
+    means the charge moved on meanwhile (paid, failed): the status read says where."""
+    try:
+        await gateway.close(charge.order_id)
+    except GatewayRefused as error:
+        log.info("charge not closed at the gateway", order_id=str(charge.order_id), why=str(error))
+    return await gateway.status(charge.order_id)
 
 
 async def refund_payment(
