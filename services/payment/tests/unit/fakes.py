@@ -138,6 +138,8 @@ class FakePayments:
 
     async def flag(self, payment: Payment, reason: str) -> None:
         self.state.flags[payment.order_id] = reason
+        kept = self.state.payments[payment.order_id]
+        self.state.payments[payment.order_id] = replace(kept, flagged=reason)
 
     async def settle(self, stored: StoredNotification, outcome: str) -> None:
         self.state.processed.setdefault(stored.id, outcome)

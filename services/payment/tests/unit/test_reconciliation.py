@@ -7,9 +7,11 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 import structlog
 
 from shop.contracts import PaymentReceived, RefundPayment
+from shop.payment.domain.errors import GatewayRefused
 from shop.payment.domain.gateway import ChargeState, GatewayReversal, ReversalKind
 from shop.payment.domain.notifications import Provider
 from shop.payment.domain.reconciliation import DriftKind
@@ -103,6 +105,29 @@ async def test_a_refund_due_the_gateway_does_not_list_is_asked_for_again() -> No
 
     assert report.counts()[DriftKind.REFUND_OUTSTANDING] == 1
     assert len(store.state.sent(RefundPayment)) == 2, "the late settlement's, then again"
+
+
+async def test_a_refund_the_gateway_refused_is_reported_for_a_person_not_asked_again() -> None:
+    # Asked again, a refusal (a bank transfer Midtrans cannot refund) would only dead-letter
+    # the same command at every run.
+    store, gateway = FakePaymentStore(), FakeGateway()
+    gateways = {Provider.MIDTRANS: gateway}
+    await opened(store)
+    await payments.expire_payment(store, gateways, ORDER, log)
+    gateway.charges[ORDER] = settled_long_ago(ChargeState.PAID, "settlement")
+    await run(store, gateway)
+    [command] = store.state.sent(RefundPayment)
+    assert isinstance(command, RefundPayment)
+    gateway.refusal = "cannot refund a bank_transfer payment through its API"
+    with pytest.raises(GatewayRefused):
+        await payments.refund_payment(store, gateways, command, log)
+
+    report = await run(store, gateway)
+
+    [finding] = report.findings
+    assert (finding.kind, finding.repaired) == (DriftKind.REFUND_REFUSED, False)
+    assert "bank_transfer" in finding.detail
+    assert len(store.state.sent(RefundPayment)) == 1, "not asked for again"
 
 
 async def test_a_gateway_that_cannot_be_asked_is_reported_and_the_rest_go_on() -> None:

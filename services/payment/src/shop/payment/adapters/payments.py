@@ -105,6 +105,7 @@ class SqlPayments:
             provider_payment_id=row.provider_payment_id,
             reversed_amount=row.reversed_amount,
             reversals=frozenset(references),
+            flagged=row.flagged,
         )
 
     async def notification(

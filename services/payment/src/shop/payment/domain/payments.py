@@ -29,6 +29,17 @@ class Payment:
     reversed_amount: int = 0
     reversals: frozenset[str] = field(default_factory=frozenset)
     """References of the reversals recorded already (each is applied once)."""
+    flagged: str | None = None
+    """Why a person must look at it, if one must."""
+
+    @property
+    def refund_refused(self) -> bool:
+        """Its refund was refused by the gateway: a person gives the money back."""
+        return (self.flagged or "").startswith(REFUND_REFUSED)
+
+
+REFUND_REFUSED = "refund refused by the gateway"
+"""How a payment whose refund the gateway refused is flagged."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,8 @@ class DriftKind(StrEnum):
     """Refunded, charged back or voided at the gateway, not in the shop: repaired."""
     REFUND_OUTSTANDING = "refund_outstanding"
     """A refund due that the gateway does not list yet: asked for again (idempotent)."""
+    REFUND_REFUSED = "refund_refused"
+    """A refund due that the gateway refused (flagged): a person gives the money back."""
     AMOUNT_MISMATCH = "amount_mismatch"
     """The gateway took another amount than the order's: flagged."""
     PAID_NOT_AT_GATEWAY = "paid_not_at_gateway"
@@ -100,7 +102,10 @@ def findings(payment: Payment, charge: GatewayPayment | None, steps: list[Step])
     ):
         result.append(found(DriftKind.PAID_NOT_AT_GATEWAY, "the gateway holds no taken charge"))
     if not steps and payment.status == PaymentStatus.REFUND_DUE:
-        result.append(found(DriftKind.REFUND_OUTSTANDING, "refund asked for again"))
+        if payment.refund_refused:
+            result.append(found(DriftKind.REFUND_REFUSED, payment.flagged or ""))
+        else:
+            result.append(found(DriftKind.REFUND_OUTSTANDING, "refund asked for again"))
     return result
 
 

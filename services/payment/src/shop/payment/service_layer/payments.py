@@ -37,6 +37,7 @@ from shop.payment.domain.errors import (
 from shop.payment.domain.gateway import ChargeState, GatewayPayment, RefundRequest, ReversalKind
 from shop.payment.domain.notifications import Provider
 from shop.payment.domain.payments import (
+    REFUND_REFUSED,
     Fail,
     Mismatch,
     Pay,
@@ -230,7 +231,7 @@ async def refund_payment(
             await gateway.refund(request)
         except GatewayRefused as error:
             async with store.transaction() as payments:
-                await payments.flag(payment, f"refund refused by the gateway: {error}")
+                await payments.flag(payment, f"{REFUND_REFUSED}: {error}")
             raise
     charge = await gateway.status(payment.order_id)
     outcome, _ = await bring_to_gateway(store, payment, charge)
