@@ -8,7 +8,7 @@ does not bear out (a forged or edited body, a gateway that lost a charge)."""
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from shop.payment.domain.gateway import ChargeState, GatewayPayment, GatewayReversal, ReversalKind
 from shop.payment.domain.notifications import Meaning, Notification, Provider
@@ -153,17 +153,7 @@ def _failed(payment: Payment, charge: GatewayPayment) -> list[Step]:
 
 
 def _with(charge: GatewayPayment, reversal: GatewayReversal) -> GatewayPayment:
-    return GatewayPayment(
-        provider=charge.provider,
-        order_id=charge.order_id,
-        transaction_id=charge.transaction_id,
-        status=charge.status,
-        state=charge.state,
-        amount=charge.amount,
-        currency=charge.currency,
-        reversals=(*charge.reversals, reversal),
-        settled_at=charge.settled_at,
-    )
+    return replace(charge, reversals=(*charge.reversals, reversal))
 
 
 def _reversals(payment: Payment, charge: GatewayPayment, status: PaymentStatus) -> list[Step]:
