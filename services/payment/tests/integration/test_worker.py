@@ -366,6 +366,49 @@ async def test_a_settlement_inside_the_window_pays_at_expiry_though_its_notifica
     assert len(await published(sessions, PaymentReceived)) == 1
 
 
+async def test_a_charge_still_waiting_at_expiry_is_closed_at_the_gateway_and_expires(
+    worker: Worker, kafka_settings: PaymentSettings, sessions: Sessions, gateway_url: str
+) -> None:
+    await charged(gateway_url, fmt=Format.MIDTRANS, outcome="pending")
+    long_ago = datetime.now(UTC) - timedelta(hours=2)
+
+    await publish(kafka_settings, order_created(placed_at=long_ago))
+
+    await until_status(sessions, "expired")
+    record = await gateway.charge_of(gateway_url, ORDER_ID)
+    assert record["transaction_status"] == "expire", "closed: it can no longer be paid"
+    assert len(await published(sessions, PaymentExpired)) == 1
+
+
+async def test_a_late_card_capture_is_given_back_by_cancelling_it_at_midtrans(
+    worker: Worker,
+    kafka_settings: PaymentSettings,
+    client: httpx.AsyncClient,
+    sessions: Sessions,
+    gateway_url: str,
+) -> None:
+    long_ago = datetime.now(UTC) - timedelta(hours=2)
+    await publish(kafka_settings, order_created(placed_at=long_ago))
+    await until_status(sessions, "expired")
+
+    transaction = await charged(gateway_url, fmt=Format.MIDTRANS, outcome="capture")
+    capture = settlement(
+        "capture",
+        status_code="200",
+        fraud_status="accept",
+        payment_type="credit_card",
+        transaction_id=transaction,
+    )
+    response = await client.post("/v1/payments/webhooks/midtrans", **midtrans_request(capture))
+    assert response.status_code == 200
+
+    await until_status(sessions, "refunded")
+    record = await gateway.charge_of(gateway_url, ORDER_ID)
+    assert record["transaction_status"] == "cancel"
+    [voided] = await published(sessions, PaymentReversed)
+    assert (voided.kind, voided.amount) == ("void", TOTAL)
+
+
 async def test_two_partial_refunds_and_a_chargeback_at_the_gateway_are_three_reversals(
     worker: Worker,
     kafka_settings: PaymentSettings,
