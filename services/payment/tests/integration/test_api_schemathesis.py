@@ -77,6 +77,9 @@ MIDTRANS_STATUSES = [
     "failure",
     "refund",
     "partial_refund",
+    "chargeback",
+    "partial_chargeback",
+    "authorize",
 ]
 
 
