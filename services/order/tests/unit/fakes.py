@@ -182,8 +182,14 @@ class FakeOrders(_OnTheDatabase):
         self.state.reversals[key] = (reversal, status)
         return True
 
-    async def furthest_reversal(self, payment_id: uuid.UUID) -> RecordedReversal | None:
-        kept = [r for r, _ in self.state.reversals.values() if r.payment_id == payment_id]
+    async def furthest_reversal(
+        self, order_id: uuid.UUID, payment_id: uuid.UUID
+    ) -> RecordedReversal | None:
+        kept = [
+            r
+            for r, _ in self.state.reversals.values()
+            if (r.order_id, r.payment_id) == (order_id, payment_id)
+        ]
         if not kept:
             return None
         return RecordedReversal.of(max(kept, key=lambda r: r.reversed_total))

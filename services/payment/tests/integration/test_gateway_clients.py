@@ -185,6 +185,20 @@ async def test_a_charge_still_waiting_is_closed_and_a_settled_one_cannot_be(
     assert still.state == ChargeState.PAID
 
 
+async def test_a_card_authorised_and_never_captured_is_let_go_by_cancelling_it(
+    gateway_url: str,
+) -> None:
+    # Midtrans' Expire API takes only a pending transaction.
+    client = midtrans(gateway_url)
+    order_id = await paid(gateway_url, Format.MIDTRANS, "authorize")
+
+    await client.close(order_id)
+
+    charge = await client.status(order_id)
+    assert charge is not None
+    assert (charge.status, charge.state) == ("cancel", ChargeState.FAILED)
+
+
 async def test_a_capture_held_for_a_fraud_review_is_pending_under_review_until_approved(
     gateway_url: str,
 ) -> None:

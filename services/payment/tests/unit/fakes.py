@@ -186,6 +186,11 @@ class FakeGateway:
         self.unavailable = False
         self.refusal: str | None = None
         self.closed: list[uuid.UUID] = []
+        self.close_refusal: str | None = None
+        self.refused_once_done = False
+        """The refund is made, and its answer is a refusal (a repeat of a done cancel)."""
+        self.moves_on_when_refused: str | None = None
+        """The charge's status when a refund is refused (it settled meanwhile)."""
         self.paid_before_closing = False
         """The customer pays while the shop closes the charge: the close is refused."""
 
@@ -198,6 +203,8 @@ class FakeGateway:
         if self.unavailable:
             raise GatewayUnavailable("the gateway did not answer")
         charge = self.charges[order_id]
+        if self.close_refusal:
+            raise GatewayRefused(self.close_refusal)
         if self.paid_before_closing:
             self.charges[order_id] = replace(charge, status="settlement", state=ChargeState.PAID)
         if self.charges[order_id].state != ChargeState.PENDING:
@@ -209,6 +216,10 @@ class FakeGateway:
         if self.unavailable:
             raise GatewayUnavailable("the gateway did not answer")
         if self.refusal:
+            if self.moves_on_when_refused:
+                charge = self.charges[request.order_id]
+                moved = replace(charge, status=self.moves_on_when_refused)
+                self.charges[request.order_id] = moved
             raise GatewayRefused(self.refusal)
         if request.refund_key in self.refunds:
             return self.refunds[request.refund_key]
@@ -221,4 +232,6 @@ class FakeGateway:
         self.charges[request.order_id] = replace(
             charge, status="refund", reversals=(*charge.reversals, reversal)
         )
+        if self.refused_once_done:
+            raise GatewayRefused("412 Merchant cannot modify the status of the transaction")
         return result

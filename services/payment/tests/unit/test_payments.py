@@ -269,15 +269,63 @@ async def test_a_capture_under_fraud_review_at_expiry_waits_for_the_review(
 
     assert outcome == "under review at the gateway"
     assert status(store) == PaymentStatus.PENDING
+    assert "approve or deny" in store.state.flags[ORDER], "a person settles the review"
     assert gateway.closed == []
     assert store.state.sent(PaymentExpired) == []
     [*_, again] = [item for item in store.state.outbox if isinstance(item.message, ExpirePayment)]
     assert again.due_at is not None
-    assert again.due_at >= before + WINDOW.grace
+    assert again.due_at >= before + payments.REVIEW_RECHECK
 
     gateway.charges[ORDER] = charge(ChargeState.PAID, "capture")
     await payments.expire_payment(store, gateways, ORDER, log)
     assert status(store) == PaymentStatus.PAID
+
+
+async def test_a_close_refused_while_the_charge_still_waits_flags_the_payment(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    # The shop gives up on the order all the same; a payment made later arrives late and
+    # is refunded, but a person should know the charge stayed open.
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PENDING, "pending")
+    gateway.close_refusal = "401 unauthorized"
+
+    await payments.expire_payment(store, gateways, ORDER, log)
+
+    assert status(store) == PaymentStatus.EXPIRED
+    assert "could not be closed at the gateway" in store.state.flags[ORDER]
+    assert "401" in store.state.flags[ORDER]
+
+
+async def test_a_cancelled_orders_charge_still_waiting_is_closed_at_once(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PENDING, "pending")
+    async with store.transaction() as tx:
+        await payments.cancel_payment(tx, order_cancelled(), log)
+    [*_, now] = [item for item in store.state.outbox if isinstance(item.message, ExpirePayment)]
+    assert now.due_at is None, "at once, not at the window's end"
+
+    await payments.expire_payment(store, gateways, ORDER, log)
+
+    assert gateway.closed == [ORDER]
+    assert status(store) == PaymentStatus.EXPIRED
+    assert store.state.sent(PaymentExpired) == [], "the order is cancelled already"
+
+
+async def test_an_expired_payment_whose_charge_was_paid_meanwhile_is_refunded(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    async with store.transaction() as tx:
+        await payments.cancel_payment(tx, order_cancelled(), log)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+
+    await payments.expire_payment(store, gateways, ORDER, log)
+
+    assert status(store) == PaymentStatus.REFUND_DUE
+    assert len(store.state.sent(RefundPayment)) == 1
 
 
 async def test_a_settlement_in_the_window_that_no_notification_brought_pays_at_expiry(
@@ -362,6 +410,47 @@ async def test_a_refund_the_gateway_refuses_is_flagged_and_refused(
 
     assert status(store) == PaymentStatus.REFUND_DUE
     assert "refund is not allowed" in store.state.flags[ORDER]
+
+
+async def late_refund_due(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> RefundPayment:
+    await opened(store)
+    await payments.expire_payment(store, gateways, ORDER, log)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+    await notify(store, gateways, said("settlement", Meaning.PAID))
+    [command] = store.state.sent(RefundPayment)
+    assert isinstance(command, RefundPayment)
+    return command
+
+
+async def test_a_refund_refused_because_it_was_made_already_is_recorded_not_flagged(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    # A cancel whose answer was lost, tried again: the gateway refuses what it has done.
+    command = await late_refund_due(store, gateway, gateways)
+    gateway.refused_once_done = True
+
+    await payments.refund_payment(store, gateways, command, log)
+
+    assert status(store) == PaymentStatus.REFUNDED
+    assert ORDER not in store.state.flags
+
+
+async def test_a_refund_refused_because_the_charge_moved_on_is_tried_again_not_flagged(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    # A capture read unsettled (so cancelled) settles before the cancel lands: the refund
+    # API takes it now.
+    command = await late_refund_due(store, gateway, gateways)
+    gateway.refusal = "412 Merchant cannot modify the status of the transaction"
+    gateway.moves_on_when_refused = "settlement_batch"
+
+    with pytest.raises(GatewayUnavailable, match="moved on"):
+        await payments.refund_payment(store, gateways, command, log)
+
+    assert status(store) == PaymentStatus.REFUND_DUE
+    assert ORDER not in store.state.flags
 
 
 async def test_an_order_cancelled_once_paid_gets_its_money_back(

@@ -152,6 +152,14 @@ def shop_notice(
     return Notice(SHOP_WEBHOOK_PATH, body, headers, f"{kind} {event_id}")
 
 
+def midtrans_status_code(status: str, fraud_status: str = "accept") -> str:
+    """The ``status_code`` Midtrans gives a transaction in ``status``: 200 for money taken,
+    201 for waiting (a capture held for a fraud review too), 202 for refused or expired."""
+    if status == "capture" and fraud_status == "challenge":
+        return "201"
+    return _MIDTRANS_STATUS_CODES.get(status, _MIDTRANS_REFUSED)
+
+
 def midtrans_notice(
     payment: Payment,
     server_key: str,
@@ -167,7 +175,7 @@ def midtrans_notice(
     ``settlement``, ``deny``, ``partial_refund``…); a refund's carries ``refund_amount``,
     the total refunded so far."""
     order_id = str(payment.order_id)
-    status_code = _MIDTRANS_STATUS_CODES.get(status, _MIDTRANS_REFUSED)
+    status_code = midtrans_status_code(status, fraud_status)
     gross_amount = f"{amount}.00"
     payload: dict[str, Any] = {
         "transaction_time": datetime.now(JAKARTA).strftime("%Y-%m-%d %H:%M:%S"),

@@ -527,9 +527,12 @@ def _refund(state: Gateway, charge: Charge, body: RefundBody) -> Reversal:
 
 
 def _midtrans_document(charge: Charge) -> dict[str, Any]:
-    code = {"pending": "201", "authorize": "201", "expire": "407"}.get(charge.status)
-    if code is None:
-        code = "200" if charge.money_taken or charge.status == "cancel" else "202"
+    # The status call answers an expired transaction with 407, where its notification said 202.
+    code = (
+        "407"
+        if charge.status == "expire"
+        else gateway.midtrans_status_code(charge.status, charge.fraud)
+    )
     document: dict[str, Any] = {
         "status_code": code,
         "status_message": "Success, transaction is found",

@@ -63,8 +63,10 @@ class Orders(Protocol):
         after it); False, and nothing kept, when its reference is recorded already."""
         ...
 
-    async def furthest_reversal(self, payment_id: uuid.UUID) -> RecordedReversal | None:
-        """Of the reversals kept for ``payment_id``, the one that brought the most back
+    async def furthest_reversal(
+        self, order_id: uuid.UUID, payment_id: uuid.UUID
+    ) -> RecordedReversal | None:
+        """Of the reversals kept on the order for ``payment_id``, the one that brought the most back
         (the largest ``reversed_total``); None when none is kept."""
         ...
 

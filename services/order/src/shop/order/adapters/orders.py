@@ -175,11 +175,17 @@ class SqlOrders:
         )
         return kept.first() is not None
 
-    async def furthest_reversal(self, payment_id: uuid.UUID) -> RecordedReversal | None:
+    async def furthest_reversal(
+        self, order_id: uuid.UUID, payment_id: uuid.UUID
+    ) -> RecordedReversal | None:
         row = (
             await self.session.execute(
                 select(order_reversals)
-                .where(order_reversals.c.payment_id == payment_id)
+                .where(
+                    # order_id first: the primary key's index finds the order's few rows.
+                    order_reversals.c.order_id == order_id,
+                    order_reversals.c.payment_id == payment_id,
+                )
                 .order_by(order_reversals.c.reversed_total.desc())
                 .limit(1)
             )

@@ -48,7 +48,7 @@ async def mark_paid(orders: Orders, payment: PaymentReceived, log: Any) -> None:
 async def _end_if_given_back(orders: Orders, payment: PaymentReceived, log: Any) -> None:
     """PaymentReversed and PaymentReceived travel on different topics, so a late payment's
     refund can be recorded before the payment is: its ``refund_due`` ends at once then."""
-    furthest = await orders.furthest_reversal(payment.payment_id)
+    furthest = await orders.furthest_reversal(payment.order_id, payment.payment_id)
     if furthest is None or furthest.reversed_total < payment.amount:
         return
     await orders.resolve_conflicts(

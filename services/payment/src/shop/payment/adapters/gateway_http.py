@@ -1,7 +1,9 @@
 """What both gateways' API clients share: one request, retried a few times while a retry may
 pass (no answer, a timeout, a 5xx or a 429), then :class:`GatewayUnavailable`; any other
 4xx is the gateway's refusal (:class:`GatewayRefused`). Only requests that are safe to send
-again come here: a status read, and a refund carrying its idempotency key."""
+again come here: a status read, a refund carrying its idempotency key, and a cancel or
+expiry (asked again once done, the gateway refuses it, and the caller reads the status to
+tell which)."""
 
 from __future__ import annotations
 

@@ -103,8 +103,16 @@ class MidtransGateway:
         )
 
     async def close(self, order_id: uuid.UUID) -> None:
-        # Midtrans answers a transaction expired on request with status_code 407.
-        await self._post(f"/v2/{order_id}/expire", None, success=("407", "200"))
+        # Midtrans expires only a pending transaction (answering status_code 407); a card
+        # authorised and not captured is let go by cancelling it.
+        charge = await self._status_document(order_id)
+        status = None if charge is None else charge.get("transaction_status")
+        if status == "pending":
+            await self._post(f"/v2/{order_id}/expire", None, success=("407", "200"))
+        elif status == "authorize":
+            await self._post(f"/v2/{order_id}/cancel", None, success=("200",))
+        else:
+            raise GatewayRefused(f"{NAME}'s transaction for order {order_id} is {status}")
 
     async def _status_document(self, order_id: uuid.UUID) -> dict[str, Any] | None:
         """The status document; None when Midtrans has no transaction for the order."""
@@ -121,14 +129,18 @@ class MidtransGateway:
         return body
 
     async def _cancel(self, refund: RefundRequest, charge: dict[str, Any]) -> RefundResult:
-        taken = _rupiah(charge["gross_amount"])
+        try:
+            taken = _rupiah(charge["gross_amount"])
+            transaction_id = str(charge["transaction_id"])
+        except (KeyError, InvalidNotification) as error:
+            raise GatewayUnavailable(f"{NAME}'s status cannot be read: {error}") from None
         if refund.amount != taken:
             raise GatewayRefused(
                 f"{NAME} gives back an unsettled card payment only whole, by cancelling it: "
                 f"{refund.amount} of {taken} asked"
             )
         await self._post(f"/v2/{refund.order_id}/cancel", None, success=("200",))
-        return RefundResult(reference=f"{charge['transaction_id']}:void", amount=taken)
+        return RefundResult(reference=f"{transaction_id}:cancel", amount=taken)
 
     async def _post(
         self, path: str, json: dict[str, Any] | None, *, success: tuple[str, ...]
@@ -145,7 +157,7 @@ class MidtransGateway:
         code = str(body.get("status_code", ""))
         if code in success:
             return
-        if code.startswith("5") or code == "429":
+        if not code or code.startswith("5") or code == "429":
             raise GatewayUnavailable(f"{NAME} answered status_code {code} to {what}")
         raise GatewayRefused(f"{NAME} refused {what}: {code} {body.get('status_message')}")
 

@@ -48,6 +48,11 @@ class NotificationDisputed(DomainError):
     follows the gateway's record all the same."""
 
 
+class ChargeMovedOn(GatewayUnavailable):
+    """The gateway refused a refund of a charge that changed meanwhile (a capture that
+    settled): asked again, the call that fits it now is made."""
+
+
 class RefundNotListed(GatewayUnavailable):
     """The gateway accepted a refund that its status does not list yet: asked again later
     (the refund key makes asking again safe)."""

@@ -28,6 +28,7 @@ from shop.contracts import (
 )
 from shop.payment.domain.errors import (
     AmountMismatch,
+    ChargeMovedOn,
     GatewayNotConfigured,
     GatewayRefused,
     NotificationDisputed,
@@ -54,6 +55,10 @@ from shop.payment.ports import PaymentGateway, Payments, PaymentStore, StoredNot
 
 Gateways = Mapping[Provider, PaymentGateway]
 """The gateways this shop takes payments through, by provider."""
+
+REVIEW_RECHECK = timedelta(minutes=5)
+"""How often, at least, a payment past its window whose capture is under the gateway's
+fraud review is looked at again (a person approves or denies it: minutes to a day)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,15 +87,20 @@ async def open_payment(payments: Payments, order: OrderCreated, window: PaymentW
 
 async def cancel_payment(payments: Payments, order: OrderCancelled, log: Any) -> None:
     """The order is cancelled: an unpaid payment expires (one not opened yet is opened
-    expired: the cancellation outran its OrderCreated), and money already taken for it is
-    refunded through the gateway."""
+    expired: the cancellation outran its OrderCreated) and its charge is closed at the
+    gateway at once (ExpirePayment, due now), and money already taken for it is refunded
+    through the gateway."""
     existed = await payments.get(order.order_id) is not None
     expired = await payments.expire(
         order.order_id, order_number=order.order_number, amount=order.total, currency=order.currency
     )
     if not existed:
         await _requeue_early_notifications(payments, order.order_id)
-    if not expired:
+    if expired:
+        # Its charge, if the customer opened one at the gateway, is closed now rather than
+        # at the window's end: a bank transfer paid meanwhile could only be refunded by hand.
+        await payments.add_event(ExpirePayment(order_id=order.order_id), key=str(order.order_id))
+    else:
         payment = await payments.get(order.order_id, lock=True)
         if payment is not None and payment.status in (
             PaymentStatus.PAID,
@@ -161,29 +171,25 @@ async def expire_payment(
     order_id: Any,
     log: Any,
     *,
-    recheck_after: timedelta = timedelta(minutes=5),
+    recheck_after: timedelta = REVIEW_RECHECK,
 ) -> str:
-    """The window (and its grace) is over: a payment the gateway took in time is paid, one
-    still unpaid expires and PaymentExpired goes out (order-service cancels the order). A
-    charge still waiting for the customer is closed at the gateway first; a capture under
-    the gateway's fraud review is the customer's payment in time, so its expiry is asked
-    again ``recheck_after`` later instead."""
+    """The window (and its grace) is over, or the order was cancelled: a payment the gateway
+    took in time is paid, one still unpaid expires and PaymentExpired goes out
+    (order-service cancels the order). A charge still waiting for the customer is closed at
+    the gateway first, so that it can no longer be paid. A capture under the gateway's fraud
+    review is the customer's payment in time: the payment is flagged for a person to approve
+    or deny it, and its expiry asked again ``recheck_after`` later (at least
+    :data:`REVIEW_RECHECK`)."""
     async with store.transaction() as payments:
         payment = await payments.get(order_id)
-    if payment is None or payment.status not in UNPAID:
+    if payment is None or payment.status not in (*UNPAID, PaymentStatus.EXPIRED):
         log.info("payment window over", order_id=str(order_id), outcome="nothing to expire")
         return "nothing to expire"
     charge = await charge_at_any(gateways, payment)
-    if charge is not None and charge.in_review:
-        async with store.transaction() as payments:
-            due = datetime.now(UTC) + recheck_after
-            await payments.add_event(
-                ExpirePayment(order_id=order_id), key=str(order_id), due_at=due
-            )
-        log.info("payment window over", order_id=str(order_id), outcome=UNDER_REVIEW)
-        return UNDER_REVIEW
+    if charge is not None and charge.in_review and payment.status in UNPAID:
+        return await _wait_for_review(store, payment, max(recheck_after, REVIEW_RECHECK), log)
     if charge is not None and charge.state == ChargeState.PENDING:
-        charge = await _closed(gateway_of(gateways, charge.provider), charge, log)
+        charge = await _closed(store, gateway_of(gateways, charge.provider), payment, log)
     outcome, _ = await bring_to_gateway(store, payment, charge, expire=True)
     log.info("payment window over", order_id=str(order_id), outcome=outcome)
     return outcome
@@ -192,16 +198,41 @@ async def expire_payment(
 UNDER_REVIEW = "under review at the gateway"
 
 
+async def _wait_for_review(
+    store: PaymentStore, payment: Payment, recheck_after: timedelta, log: Any
+) -> str:
+    async with store.transaction() as payments:
+        await payments.flag(
+            payment,
+            "a capture under fraud review at the gateway past its window: "
+            "approve or deny it in the gateway's dashboard",
+        )
+        due = datetime.now(UTC) + recheck_after
+        key = str(payment.order_id)
+        await payments.add_event(ExpirePayment(order_id=payment.order_id), key=key, due_at=due)
+    log.warning("payment window over", order_id=str(payment.order_id), outcome=UNDER_REVIEW)
+    return UNDER_REVIEW
+
+
 async def _closed(
-    gateway: PaymentGateway, charge: GatewayPayment, log: Any
+    store: PaymentStore, gateway: PaymentGateway, payment: Payment, log: Any
 ) -> GatewayPayment | None:
-    """The charge once closed at the gateway, as its status then reads. A close refused
-    means the charge moved on meanwhile (paid, failed): the status read says where."""
+    """The payment's charge once closed at the gateway, as its status then reads. A close
+    refused because the charge moved on meanwhile (paid, failed) is what the status read
+    shows; one refused while the charge still waits is flagged: the shop gives up on the
+    order all the same, and a payment made later arrives late and is refunded."""
     try:
-        await gateway.close(charge.order_id)
+        await gateway.close(payment.order_id)
     except GatewayRefused as error:
-        log.info("charge not closed at the gateway", order_id=str(charge.order_id), why=str(error))
-    return await gateway.status(charge.order_id)
+        charge = await gateway.status(payment.order_id)
+        if charge is not None and charge.state == ChargeState.PENDING:
+            log.warning("charge not closed at the gateway", order_id=str(payment.order_id))
+            async with store.transaction() as payments:
+                await payments.flag(
+                    payment, f"its charge could not be closed at the gateway: {error}"
+                )
+        return charge
+    return await gateway.status(payment.order_id)
 
 
 async def refund_payment(
@@ -219,7 +250,8 @@ async def refund_payment(
     gateway = gateway_of(gateways, payment.provider)
     # What the gateway gave back already (from its dashboard, or this refund's earlier try)
     # first: the refund asks only for what is left.
-    await bring_to_gateway(store, payment, await gateway.status(payment.order_id))
+    before = await gateway.status(payment.order_id)
+    await bring_to_gateway(store, payment, before)
     async with store.transaction() as payments:
         payment = await payments.get(command.order_id) or payment
     if payment.status != PaymentStatus.REFUND_DUE:
@@ -230,9 +262,7 @@ async def refund_payment(
         try:
             await gateway.refund(request)
         except GatewayRefused as error:
-            async with store.transaction() as payments:
-                await payments.flag(payment, f"{REFUND_REFUSED}: {error}")
-            raise
+            return await _refund_refused(store, gateway, payment, before, error)
     charge = await gateway.status(payment.order_id)
     outcome, _ = await bring_to_gateway(store, payment, charge)
     async with store.transaction() as payments:
@@ -241,6 +271,33 @@ async def refund_payment(
         raise RefundNotListed(f"the gateway took the refund of {payment.id} but lists it not yet")
     log.info("refund made", order_id=str(payment.order_id), amount=amount, outcome=outcome)
     return outcome
+
+
+async def _refund_refused(
+    store: PaymentStore,
+    gateway: PaymentGateway,
+    payment: Payment,
+    before: GatewayPayment | None,
+    error: GatewayRefused,
+) -> str:
+    """A refusal is read against the gateway's record first: a refund (or cancel) made
+    already, whose answer was lost, is refused when asked again; a charge that moved on
+    meanwhile (a capture settled) takes another call now. Only a refusal of a charge as it
+    was is flagged for a person, and raised."""
+    after = await gateway.status(payment.order_id)
+    outcome, _ = await bring_to_gateway(store, payment, after)
+    async with store.transaction() as payments:
+        current = await payments.get(payment.order_id) or payment
+    if current.status != PaymentStatus.REFUND_DUE:
+        return outcome
+    if after is not None and before is not None and after.status != before.status:
+        raise ChargeMovedOn(
+            f"the charge moved on from {before.status} to {after.status} while it was being "
+            f"refunded ({error}): asked again"
+        )
+    async with store.transaction() as payments:
+        await payments.flag(current, f"{REFUND_REFUSED}: {error}")
+    raise error
 
 
 def gateway_of(gateways: Gateways, provider: Provider) -> PaymentGateway:
