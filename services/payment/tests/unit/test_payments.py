@@ -240,6 +240,7 @@ async def test_a_charge_still_waiting_at_expiry_is_closed_at_the_gateway_first(
     assert gateway.closed == [ORDER]
     assert status(store) == PaymentStatus.EXPIRED
     assert len(store.state.sent(PaymentExpired)) == 1
+    assert store.state.sent(PaymentFailed) == [], "closed by the shop, not failed"
 
 
 async def test_a_charge_paid_while_it_is_being_closed_pays(

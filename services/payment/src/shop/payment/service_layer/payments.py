@@ -189,7 +189,9 @@ async def expire_payment(
     if charge is not None and charge.in_review and payment.status in UNPAID:
         return await _wait_for_review(store, payment, max(recheck_after, REVIEW_RECHECK), log)
     if charge is not None and charge.state == ChargeState.PENDING:
-        charge = await _closed(store, gateway_of(gateways, charge.provider), payment, log)
+        closed = await _closed(store, gateway_of(gateways, charge.provider), payment, log)
+        # Closed by the shop, the charge did not fail: the payment expires, no PaymentFailed.
+        charge = None if closed is not None and closed.state == ChargeState.FAILED else closed
     outcome, _ = await bring_to_gateway(store, payment, charge, expire=True)
     log.info("payment window over", order_id=str(order_id), outcome=outcome)
     return outcome
