@@ -31,6 +31,7 @@ from shop.payment.domain.errors import (
     GatewayUnavailable,
     NotificationDisputed,
     NotificationNotKept,
+    RefundByHandRefused,
 )
 from shop.payment.domain.gateway import ChargeState, GatewayPayment, GatewayReversal
 from shop.payment.domain.notifications import Meaning, Notification, Provider
@@ -527,3 +528,63 @@ async def test_a_refund_asks_only_for_what_the_gateway_has_not_given_back_alread
 
     assert status(store) == PaymentStatus.REFUNDED
     assert [r.amount for r in gateway.refunds.values()] == [TOTAL - 1000]
+
+
+async def test_a_refund_made_by_hand_ends_a_refund_the_gateway_refused_and_is_told(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    # A late bank transfer: Midtrans cannot refund it, a person transfers the money back.
+    command = await late_refund_due(store, gateway, gateways)
+    gateway.refusal = "cannot refund a bank_transfer payment through its API"
+    with pytest.raises(GatewayRefused):
+        await payments.refund_payment(store, gateways, command, log)
+
+    status_after = await payments.record_refund_by_hand(
+        store, ORDER, reference="BCA-2026-12-04-0042", amount=None, log=log
+    )
+
+    assert status_after == PaymentStatus.REFUNDED
+    [told] = store.state.sent(PaymentReversed)
+    assert isinstance(told, PaymentReversed)
+    assert (told.kind, told.reference, told.amount, told.reversed_total) == (
+        ReversalKind.REFUND,
+        "by-hand:BCA-2026-12-04-0042",
+        TOTAL,
+        TOTAL,
+    )
+    again = await payments.record_refund_by_hand(
+        store, ORDER, reference="BCA-2026-12-04-0042", amount=None, log=log
+    )
+    assert again == PaymentStatus.REFUNDED
+    assert len(store.state.sent(PaymentReversed)) == 1, "recorded once"
+
+
+@pytest.mark.parametrize(("amount", "problem"), [(TOTAL + 1, "more than the"), (0, "more than 0")])
+async def test_a_refund_by_hand_of_more_than_is_due_or_of_nothing_is_refused(
+    store: FakePaymentStore,
+    gateway: FakeGateway,
+    gateways: dict[Provider, Any],
+    amount: int,
+    problem: str,
+) -> None:
+    await late_refund_due(store, gateway, gateways)
+
+    with pytest.raises(RefundByHandRefused, match=problem):
+        await payments.record_refund_by_hand(store, ORDER, reference="r", amount=amount, log=log)
+
+    assert status(store) == PaymentStatus.REFUND_DUE
+
+
+async def test_a_refund_by_hand_of_a_payment_the_shop_keeps_is_refused(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    await opened(store)
+    gateway.charges[ORDER] = charge(ChargeState.PAID, "settlement")
+    await notify(store, gateways, said("settlement", Meaning.PAID))
+
+    with pytest.raises(RefundByHandRefused, match="is paid: no refund is due"):
+        await payments.record_refund_by_hand(store, ORDER, reference="r", amount=None, log=log)
+    with pytest.raises(RefundByHandRefused, match="no payment"):
+        await payments.record_refund_by_hand(
+            store, uuid.uuid4(), reference="r", amount=None, log=log
+        )

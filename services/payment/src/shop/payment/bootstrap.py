@@ -23,7 +23,7 @@ from shop.payment.adapters.webhook_events import AsyncpgWebhookStore
 from shop.payment.api.app import create_app
 from shop.payment.domain.notifications import Provider
 from shop.payment.handlers import build_router
-from shop.payment.operations import Reconciler
+from shop.payment.operations import Reconciler, refund_by_hand_route
 from shop.payment.ports import PaymentGateway, WebhookStore
 from shop.payment.service_layer.payments import PaymentWindow
 from shop.payment.settings import PaymentSettings
@@ -101,7 +101,7 @@ def build_worker(
         routers=[build_router(store, gateways, window, payment_metrics)],
         metrics=metrics,
         jobs=[reconciler.every_interval],
-        routes=reconciler.routes(),
+        routes=[*reconciler.routes(), refund_by_hand_route(store)],
         sessions=sessions,
         relay=relay,
         health_host=settings.worker_health_host,

@@ -1,11 +1,13 @@
 """What payment-service's worker runs beside its handlers: the reconciliation, every
 ``reconcile_interval_seconds`` by one worker at a time, and on demand through the operator
-routes of the worker's port (``shopctl reconcile`` asks them)."""
+routes of the worker's port (``shopctl reconcile`` asks them); and the record of a refund a
+person made by hand (``shopctl refunded-by-hand``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -13,9 +15,10 @@ from typing import Any, Final
 import structlog
 
 from shop.messaging import OperatorRoute
+from shop.payment.domain.errors import RefundByHandRefused
 from shop.payment.domain.reconciliation import Report
 from shop.payment.ports import PaymentMetrics, PaymentStore
-from shop.payment.service_layer.payments import Gateways
+from shop.payment.service_layer.payments import Gateways, record_refund_by_hand
 from shop.payment.service_layer.reconciliation import reconcile
 
 log = structlog.get_logger("shop.payment.reconciliation")
@@ -98,6 +101,39 @@ class Reconciler:
         if report is None:
             return 409, {"detail": "another worker is reconciling now; ask again soon"}
         return 200, report_document(report)
+
+
+REFUND_BY_HAND_PATH: Final = "/refunds/by-hand"
+
+
+def refund_by_hand_route(store: PaymentStore) -> OperatorRoute:
+    """``POST /refunds/by-hand?order_id=…&reference=…[&amount=…]``: a refund a person made
+    outside the gateway, recorded (once per reference) so that the payment ends refunded."""
+
+    async def record(query: Mapping[str, str]) -> tuple[int, Any]:
+        try:
+            order_id = uuid.UUID(query["order_id"])
+            reference = query["reference"].strip()
+            amount = int(query["amount"]) if "amount" in query else None
+        except KeyError as missing:
+            return 400, {"detail": f"{missing.args[0]} is required"}
+        except ValueError as error:
+            return 400, {"detail": f"order_id must be a UUID and amount a whole number: {error}"}
+        if not reference or len(reference) > _MAX_REFERENCE or not reference.isprintable():
+            return 400, {"detail": f"reference must be 1 to {_MAX_REFERENCE} printable characters"}
+        try:
+            status = await record_refund_by_hand(
+                store, order_id, reference=reference, amount=amount, log=log
+            )
+        except RefundByHandRefused as refused:
+            return 409, {"detail": str(refused)}
+        return 200, {"order_id": str(order_id), "reference": reference, "status": status.value}
+
+    return OperatorRoute("POST", REFUND_BY_HAND_PATH, record)
+
+
+_MAX_REFERENCE: Final = 120
+"""Room for a bank's transfer reference; ``payment_reversals.reference`` holds 200."""
 
 
 def report_document(report: Report) -> dict[str, Any]:

@@ -48,6 +48,11 @@ class NotificationDisputed(DomainError):
     follows the gateway's record all the same."""
 
 
+class RefundByHandRefused(DomainError):
+    """A refund an operator says was made by hand that cannot be recorded: no refund is due
+    on the payment, or the amount is not what is due."""
+
+
 class ChargeMovedOn(GatewayUnavailable):
     """The gateway refused a refund of a charge that changed meanwhile (a capture that
     settled): asked again, the call that fits it now is made."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field, replace
 
+from shop.payment.domain.errors import RefundByHandRefused
 from shop.payment.domain.gateway import ChargeState, GatewayPayment, GatewayReversal, ReversalKind
 from shop.payment.domain.notifications import Meaning, Notification, Provider
 from shop.payment.domain.status import MONEY_TAKEN, UNPAID, PaymentStatus
@@ -193,6 +194,31 @@ def status_after_reversal(
 def refund_left(payment: Payment) -> int:
     """What the shop still owes back on a payment whose money it cannot keep."""
     return max(payment.amount - payment.reversed_amount, 0)
+
+
+BY_HAND = "by-hand:"
+"""The reference prefix of a refund a person made outside the gateway."""
+
+
+def refund_by_hand(payment: Payment, reference: str, amount: int | None) -> Reverse | None:
+    """The step that records a refund a person made outside the gateway (a bank transfer
+    back, which Midtrans cannot refund through its API): ``amount`` of what is due, all of
+    it when None. None when that reference is recorded already."""
+    if BY_HAND + reference in payment.reversals:
+        return None
+    if payment.status != PaymentStatus.REFUND_DUE:
+        raise RefundByHandRefused(f"payment {payment.id} is {payment.status}: no refund is due")
+    left = refund_left(payment)
+    given = left if amount is None else amount
+    if given <= 0:
+        raise RefundByHandRefused(f"a refund by hand gives back more than 0, not {given}")
+    if given > left:
+        raise RefundByHandRefused(
+            f"{given} {payment.currency} is more than the {left} still due on {payment.id}"
+        )
+    total = payment.reversed_amount + given
+    status = status_after_reversal(payment.status, ReversalKind.REFUND, total, payment.amount)
+    return Reverse(GatewayReversal(ReversalKind.REFUND, BY_HAND + reference, given), status, total)
 
 
 def disagreement(notification: Notification, charge: GatewayPayment | None) -> str | None:

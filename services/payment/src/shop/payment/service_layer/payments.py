@@ -33,6 +33,7 @@ from shop.payment.domain.errors import (
     GatewayRefused,
     NotificationDisputed,
     NotificationNotKept,
+    RefundByHandRefused,
     RefundNotListed,
 )
 from shop.payment.domain.gateway import ChargeState, GatewayPayment, RefundRequest, ReversalKind
@@ -47,6 +48,7 @@ from shop.payment.domain.payments import (
     Step,
     TakeLate,
     disagreement,
+    refund_by_hand,
     refund_left,
     steps_to_match,
 )
@@ -300,6 +302,29 @@ async def _refund_refused(
     async with store.transaction() as payments:
         await payments.flag(current, f"{REFUND_REFUSED}: {error}")
     raise error
+
+
+async def record_refund_by_hand(
+    store: PaymentStore, order_id: Any, *, reference: str, amount: int | None, log: Any
+) -> PaymentStatus:
+    """A person gave the money back outside the gateway (a bank transfer Midtrans cannot
+    refund): recorded once per ``reference`` as a refund, told as PaymentReversed like any
+    other, so that the payment (and its order's ``refund_due``) ends. The payment's status
+    after it; :class:`RefundByHandRefused` when nothing is due or the amount is wrong."""
+    async with store.transaction() as payments:
+        payment = await payments.get(order_id, lock=True)
+        if payment is None:
+            raise RefundByHandRefused(f"no payment for order {order_id}")
+        step = refund_by_hand(payment, reference, amount)
+        if step is not None:
+            _, payment = await _apply(payments, payment, step)
+    log.info(
+        "refund by hand recorded" if step else "refund by hand recorded already",
+        order_id=str(order_id),
+        reference=reference,
+        status=payment.status,
+    )
+    return payment.status
 
 
 def gateway_of(gateways: Gateways, provider: Provider) -> PaymentGateway:
