@@ -41,6 +41,7 @@ from shop.ops.databases import connected
 from shop.ops.deadletters import DeadLetterEntry, DeadLetterQuery, list_dead_letters
 from shop.ops.payments import signing_keys
 from shop.ops.reconciliation import Reconciliation, reconcile
+from shop.ops.refunds import RefundByHand, record_refund_by_hand
 from shop.ops.settings import ORDER_SERVICE, PAYMENT_SERVICE, OpsSettings
 from shop.ops.tokens import customer_token
 from shop.simulators import gateway
@@ -271,6 +272,10 @@ class Shop:
     def reconcile(self) -> Reconciliation:
         """What ``shopctl reconcile`` does and prints."""
         return asyncio.run(reconcile(self.ops))
+
+    def refunded_by_hand(self, order: Order, reference: str) -> RefundByHand:
+        """What ``shopctl refunded-by-hand ORDER --reference …`` does."""
+        return asyncio.run(record_refund_by_hand(self.ops, order["id"], reference=reference))
 
     def dead_letters(self, order: Order) -> list[DeadLetterEntry]:
         """payment-service's dead letters about ``order``, as ``shopctl dlq list`` finds them."""
@@ -536,6 +541,30 @@ def a_payment_for_a_cancelled_order_is_refunded_once_and_told(shop: Shop) -> Non
     assert shop.emails(order)["late payment refund"] == 1
 
 
+def a_late_bank_transfer_is_refunded_by_hand_and_told(shop: Shop) -> None:
+    customer = shop.customer("by-hand")
+    order = customer.checkout(MONEY_SKU)
+    until(lambda: shop.payment(order), "payment-service to open the order's payment")
+    assert customer.cancel(order).status == 200
+    until(lambda: shop.payment_status(order) == "expired", "payment-service to expire it")
+
+    # A virtual account paid after the order was cancelled: Midtrans cannot refund it.
+    shop.pay(order, fmt=Format.MIDTRANS, method="bank_transfer")
+    until(lambda: shop.dead_letters(order), "the refused refund's dead letter")
+    assert shop.payment_status(order) == "refund_due"
+    [refused] = [f for f in shop.reconcile().findings if f.order_id == order["id"]]
+    assert (refused.kind, refused.repaired) == ("refund_refused", False)
+    assert "by hand" in refused.detail
+
+    recorded = shop.refunded_by_hand(order, "BCA-TRF-0042")
+
+    assert recorded.status == "refunded"
+    until(lambda: shop.emails(order)["late payment refund"], "the refund's e-mail")
+    assert shop.refunds_at_gateway(order) == [], "nothing went through the gateway"
+    assert customer.status(order) == "cancelled"
+    assert not [f for f in shop.reconcile().findings if f.order_id == order["id"]]
+
+
 def an_unpaid_order_expires_and_a_late_payment_is_refunded_once_and_told(shop: Shop) -> None:
     customer = shop.customer("expiry")
     in_stock = shop.stock_of(EXPIRY_SKU)
@@ -722,6 +751,7 @@ SCENARIOS: dict[str, Callable[[Shop], None]] = {
     "chargeback": a_chargeback_after_paid_ends_charged_back_with_its_email,
     "reversal": a_refund_after_paid_ends_refunded_with_its_email,
     "reconciliation": a_settlement_whose_notification_was_lost_is_found_by_reconciliation,
+    "by hand": a_late_bank_transfer_is_refunded_by_hand_and_told,
 }
 
 
@@ -832,6 +862,12 @@ def test_a_notification_a_minute_ahead_of_its_orders_creation_pays_it_once(
     scenarios: dict[str, Future[None]],
 ) -> None:
     scenarios["long early"].result()
+
+
+def test_a_late_bank_transfer_midtrans_cannot_refund_is_refunded_by_hand_and_told(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios["by hand"].result()
 
 
 def test_an_order_unpaid_past_its_window_is_cancelled_with_its_stock_back_and_paid_late_is_refunded(

@@ -68,6 +68,7 @@ app.command("consumers")(bus.consumers_command)
 app.command("timeline")(orders.timeline_command)
 app.command("mail")(mail.mail_command)
 app.command("reconcile")(reconciliation.reconcile_command)
+app.command("refunded-by-hand")(reconciliation.refunded_by_hand_command)
 
 
 def main() -> None:

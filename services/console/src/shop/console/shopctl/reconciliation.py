@@ -1,5 +1,6 @@
 """``shopctl reconcile``: the gateways' records against the shop's payments, orders and
-e-mails; what was repaired, and what a person must settle."""
+e-mails; what was repaired, and what a person must settle. ``shopctl refunded-by-hand``:
+one thing a person settles, a refund made outside the gateway."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from rich.table import Table
 from shop.console.shopctl.bus import counts_table
 from shop.console.shopctl.terminal import Json, out, run, settings, show_json
 from shop.ops.reconciliation import reconcile
+from shop.ops.refunds import record_refund_by_hand
 
 
 def _since(value: str | None) -> datetime | None:
@@ -59,3 +61,26 @@ def reconcile_command(
                 finding.kind, finding.order_id, "yes" if finding.repaired else "no", finding.detail
             )
         out.print(table)
+
+
+def refunded_by_hand_command(
+    order: Annotated[str, typer.Argument(metavar="ORDER", help="The order's id or number (SK-…).")],
+    reference: Annotated[
+        str, typer.Option("--reference", help="The bank transfer's reference, as the bank gave it.")
+    ],
+    amount: Annotated[
+        int | None,
+        typer.Option(min=1, help="What was given back; all that is due when left out."),
+    ] = None,
+    as_json: Json = False,
+) -> None:
+    """Record a refund made by hand, outside the gateway (a bank transfer Midtrans cannot
+    refund, reported by reconcile as refund_refused): the payment ends refunded, the order
+    and the customer are told."""
+    recorded = run(record_refund_by_hand(settings(), order, reference=reference, amount=amount))
+    if as_json:
+        show_json(recorded)
+        return
+    out.print(
+        f"{recorded.order_id}: refund {recorded.reference} recorded, payment {recorded.status}"
+    )
