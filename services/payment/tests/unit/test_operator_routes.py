@@ -4,6 +4,7 @@ a record, a 400 or a 409 that says what is wrong), never an error."""
 
 from __future__ import annotations
 
+import contextlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -11,12 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shop.payment.domain.errors import GatewayRefused
 from shop.payment.domain.notifications import Provider
 from shop.payment.domain.reconciliation import DriftKind
 from shop.payment.operations import Reconciler, refund_by_hand_route
+from shop.payment.service_layer import payments
 
 from .fakes import FakeGateway, FakePaymentStore
-from .test_payments import ORDER, late_refund_due
+from .test_payments import ORDER, late_refund_due, log
 
 
 class CountingMetrics:
@@ -74,9 +77,19 @@ def by_hand(store: FakePaymentStore) -> Any:
     return refund_by_hand_route(store).answer
 
 
+async def refund_refused(store: FakePaymentStore) -> None:
+    """A late payment whose refund the gateway refused (a bank transfer)."""
+    gateway = FakeGateway()
+    gateways = {Provider.MIDTRANS: gateway}
+    command = await late_refund_due(store, gateway, gateways)
+    gateway.refusal = "cannot refund a bank_transfer payment through its API"
+    with contextlib.suppress(GatewayRefused):
+        await payments.refund_payment(store, gateways, command, log)
+
+
 async def test_a_refund_by_hand_is_recorded_once_and_answers_the_status() -> None:
-    store, gateway = FakePaymentStore(), FakeGateway()
-    await late_refund_due(store, gateway, {Provider.MIDTRANS: gateway})
+    store = FakePaymentStore()
+    await refund_refused(store)
     query = {"order_id": str(ORDER), "reference": "BCA-0042"}
 
     assert await by_hand(store)(query) == (
@@ -116,7 +129,7 @@ async def test_a_refund_by_hand_that_cannot_be_recorded_says_why(
 async def test_any_query_for_a_refund_by_hand_is_a_record_a_400_or_a_409(
     query: dict[str, str],
 ) -> None:
-    store, gateway = FakePaymentStore(), FakeGateway()
-    await late_refund_due(store, gateway, {Provider.MIDTRANS: gateway})
+    store = FakePaymentStore()
+    await refund_refused(store)
     status, body = await by_hand(store)(query)
     assert status in (200, 400, 409), body

@@ -567,10 +567,26 @@ async def test_a_refund_by_hand_of_more_than_is_due_or_of_nothing_is_refused(
     amount: int,
     problem: str,
 ) -> None:
-    await late_refund_due(store, gateway, gateways)
+    command = await late_refund_due(store, gateway, gateways)
+    gateway.refusal = "cannot refund a bank_transfer payment through its API"
+    with pytest.raises(GatewayRefused):
+        await payments.refund_payment(store, gateways, command, log)
 
     with pytest.raises(RefundByHandRefused, match=problem):
         await payments.record_refund_by_hand(store, ORDER, reference="r", amount=amount, log=log)
+
+    assert status(store) == PaymentStatus.REFUND_DUE
+
+
+async def test_a_refund_by_hand_while_the_gateway_may_still_refund_is_refused(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    # The gateway's own refund may be on its way: money given back by hand as well would
+    # be given back twice.
+    await late_refund_due(store, gateway, gateways)
+
+    with pytest.raises(RefundByHandRefused, match="the gateway has not refused"):
+        await payments.record_refund_by_hand(store, ORDER, reference="r", amount=None, log=log)
 
     assert status(store) == PaymentStatus.REFUND_DUE
 

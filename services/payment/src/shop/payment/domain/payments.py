@@ -202,12 +202,19 @@ BY_HAND = "by-hand:"
 
 def refund_by_hand(payment: Payment, reference: str, amount: int | None) -> Reverse | None:
     """The step that records a refund a person made outside the gateway (a bank transfer
-    back, which Midtrans cannot refund through its API): ``amount`` of what is due, all of
-    it when None. None when that reference is recorded already."""
+    back, which Midtrans cannot refund through its API) once the gateway refused it:
+    ``amount`` of what is due, all of it when None. None when that reference is recorded
+    already."""
     if BY_HAND + reference in payment.reversals:
         return None
     if payment.status != PaymentStatus.REFUND_DUE:
         raise RefundByHandRefused(f"payment {payment.id} is {payment.status}: no refund is due")
+    if not payment.refund_refused:
+        # Its refund through the gateway may still be on its way: both would give it back.
+        raise RefundByHandRefused(
+            f"the gateway has not refused the refund of payment {payment.id}: "
+            "it is being made through the gateway"
+        )
     left = refund_left(payment)
     given = left if amount is None else amount
     if given <= 0:
