@@ -755,15 +755,42 @@ SCENARIOS: dict[str, Callable[[Shop], None]] = {
 }
 
 
-# One stack per bus, its scenarios started together as the stack comes up, and one test per
-# scenario: the report names each scenario, and the slowest (the payment window) sets the
-# pace instead of the sum of them all. Selecting one test runs every scenario all the same.
-@pytest.fixture(scope="module", params=TRANSPORTS)
-def scenarios(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[dict[str, Future[None]]]:
-    transport = str(request.param)
-    workdir = tmp_path_factory.mktemp(f"flows-{transport}") / "stack"
+# One stack per bus, both started at once, each with its scenarios started together as it
+# comes up; one test per scenario and bus. The report names each scenario, and the slowest
+# (the payment window) sets the pace instead of the sum of them all: the two stacks mostly
+# wait (on windows, retries, e-mails), so side by side they take little longer than one.
+# Selecting one test runs every scenario all the same.
+@pytest.fixture(scope="module")
+def flows(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Outcomes]]:
+    outcomes: dict[str, Outcomes] = {
+        transport: {name: Future() for name in SCENARIOS} for transport in TRANSPORTS
+    }
+    with ThreadPoolExecutor(len(TRANSPORTS), thread_name_prefix="stack") as stacks:
+        running = [
+            stacks.submit(
+                _flows, transport, tmp_path_factory.mktemp(f"flows-{transport}") / "stack",
+                outcomes[transport],
+            )
+            for transport in TRANSPORTS
+        ]  # fmt: skip
+        yield outcomes
+    for stack in running:
+        stack.result()  # a stack that failed to stop fails the last test
+
+
+@pytest.fixture(params=TRANSPORTS)
+def scenarios(request: pytest.FixtureRequest, flows: dict[str, Outcomes]) -> Outcomes:
+    return flows[str(request.param)]
+
+
+Outcomes = dict[str, Future[None]]
+"""Each scenario's outcome on one bus, by name."""
+
+
+def _flows(transport: str, workdir: Path, outcomes: Outcomes) -> None:
+    """``transport``'s stack up, every scenario run on it at once, then the stack down; each
+    scenario's outcome set in ``outcomes`` as it ends (the stack's failure to start, in
+    every outcome)."""
     money = {
         "SHOP_PAYMENT_PAYMENT_WINDOW_SECONDS": str(WINDOW_SECONDS),
         "SHOP_PAYMENT_EXPIRY_GRACE_SECONDS": str(GRACE_SECONDS),
@@ -771,11 +798,28 @@ def scenarios(
         "SHOP_PAYMENT_RECONCILE_INTERVAL_SECONDS": "3600",
         "SHOP_PAYMENT_RECONCILE_SETTLING_SECONDS": "0",
     }
-    with running_shop(workdir, transport, money) as running:
-        shop = Shop(running, running.ops_settings())
-        # Leaving the pool waits for every scenario, before the stack stops.
-        with ThreadPoolExecutor(len(SCENARIOS), thread_name_prefix=transport) as pool:
-            yield {name: pool.submit(scenario, shop) for name, scenario in SCENARIOS.items()}
+    try:
+        with running_shop(workdir, transport, money) as running:
+            shop = Shop(running, running.ops_settings())
+            # Leaving the pool waits for every scenario, before the stack stops.
+            with ThreadPoolExecutor(len(SCENARIOS), thread_name_prefix=transport) as pool:
+                for name, scenario in SCENARIOS.items():
+                    pool.submit(scenario, shop).add_done_callback(
+                        functools.partial(_pass_on, outcomes[name])
+                    )
+    except BaseException as error:
+        for outcome in outcomes.values():
+            if not outcome.done():
+                outcome.set_exception(error)
+        raise
+
+
+def _pass_on(outcome: Future[None], ran: Future[None]) -> None:
+    error = ran.exception()
+    if error is None:
+        outcome.set_result(None)
+    else:
+        outcome.set_exception(error)
 
 
 def test_an_order_paid_through_the_gateway_reads_paid_and_gets_one_confirmation_and_one_receipt(
