@@ -62,7 +62,11 @@ contracts: install
 	$(RUN) python -m shop.contracts check
 	$(RUN) python -m shop.messaging.asyncapi check
 
-pytest: install $(CHROMIUM)
+# A run that picks tests by marker without the browser tests (PYTEST_ARGS="-m unit") needs
+# no Chromium; one whose marker expression may take them (browser, integration, a "not") does.
+WITHOUT_BROWSER := $(and $(findstring -m ,$(PYTEST_ARGS)),$(if $(or $(findstring browser,$(PYTEST_ARGS)),$(findstring integration,$(PYTEST_ARGS)),$(findstring not,$(PYTEST_ARGS))),,yes))
+
+pytest: install $(if $(WITHOUT_BROWSER),,$(CHROMIUM))
 	$(RUN) pytest $(PYTEST_ARGS)
 
 test: lint typecheck contracts pytest

@@ -33,6 +33,8 @@ from shop.ops.deadletters import DeadLetterEntry, list_dead_letters
 from .conftest import ADMIN, PASSWORD, PlacedOrder, console_settings, ops_settings
 from .consumer import REFUSAL, RefusingConsumer
 
+pytestmark = pytest.mark.browser
+
 CHROMIUM: Final = Path(os.environ.get("SHOP_TEST_CHROMIUM", "/usr/bin/chromium"))
 SCREENSHOTS: Final = Path(__file__).resolve().parents[4] / ".artifacts" / "console"
 INVOICE: Final = b"%PDF-1.4\n1 0 obj<</Type/Catalog>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n"
