@@ -6,6 +6,8 @@ against what the load asked for:
 - each valid payment moves its order to ``paid`` exactly once (one ``OrderPaid`` in its
   outbox) and is applied exactly once (one ``PaymentReceived``); nothing else is paid;
 - every order has its e-mails recorded exactly once (confirmation; receipt or cancellation);
+- each recorded e-mail reached the SMTP sink, and the sink holds no e-mail that was not
+  recorded (by Message-ID, which is stable for an e-mail: its copies share it);
 - a second copy of an e-mail was sent only across a SIGKILL of a notification worker (the
   window between the send and its record), and the copies are counted;
 - the dead-letter queues hold the deliberately poisoned messages and nothing else;
@@ -58,6 +60,7 @@ class SentMail:
     subject: str
     received_at: float
     """When the sink wrote it (the file's modification time)."""
+    message_id: str
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,8 @@ class Reading:
     """``PaymentReceived`` rows per order in payment-service's outbox."""
     payment_status: dict[uuid.UUID, str] = field(default_factory=dict)
     notifications: dict[uuid.UUID, Counter[str]] = field(default_factory=dict)
+    recorded_message_ids: set[str] = field(default_factory=set)
+    """The Message-IDs of the e-mails notification-service recorded as sent."""
     unsent: dict[str, int] = field(default_factory=dict)
     mails: list[SentMail] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
@@ -134,11 +139,15 @@ async def read(order_db: str, payment_db: str, notification_db: str, mail_dir: P
         await payments.close()
     notifications = await asyncpg.connect(notification_db)
     try:
-        for row in await notifications.fetch("SELECT order_id, kind FROM order_notifications"):
+        rows = await notifications.fetch(
+            "SELECT order_id, kind, message_id FROM order_notifications"
+        )
+        for row in rows:
             reading.notifications.setdefault(row["order_id"], Counter())[row["kind"]] += 1
+            reading.recorded_message_ids.add(row["message_id"])
     finally:
         await notifications.close()
-    reading.mails = list(_mails(mail_dir))
+    reading.mails = list(sink_mails(mail_dir))
     return reading
 
 
@@ -162,10 +171,12 @@ async def unsent(connection: asyncpg.Connection) -> int:
     )
 
 
-def _mails(mail_dir: Path) -> Iterable[SentMail]:
+def sink_mails(mail_dir: Path) -> Iterable[SentMail]:
     for path in mail_dir.glob("*.eml"):
         message = email.message_from_bytes(path.read_bytes(), policy=email.policy.default)
-        yield SentMail(str(message["Subject"]), path.stat().st_mtime)
+        # A long Message-ID is folded onto its own line: unfolded, it keeps a leading space.
+        message_id = str(message["Message-ID"]).strip()
+        yield SentMail(str(message["Subject"]), path.stat().st_mtime, message_id)
 
 
 def _holds(claim: str, expected: str, wrong: list[str], found: str | None = None) -> Invariant:
@@ -278,6 +289,18 @@ def check(reading: Reading, expectations: Expectations) -> list[Invariant]:
         )
     )
 
+    in_sink = {mail.message_id for mail in reading.mails}
+    unsent_records = sorted(reading.recorded_message_ids - in_sink)
+    unrecorded = sorted(in_sink - reading.recorded_message_ids)
+    results.append(
+        _holds(
+            "each recorded e-mail reached the sink, and no other did",
+            f"{len(reading.recorded_message_ids)} Message-IDs",
+            [f"recorded, not in the sink: {m}" for m in unsent_records]
+            + [f"in the sink, not recorded: {m}" for m in unrecorded],
+            f"{len(in_sink)} in the sink" if not unsent_records + unrecorded else None,
+        )
+    )
     results.append(_duplicates(reading.mails, expectations.send_kills))
     results.append(check_dead_letters(reading, expectations))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,7 @@ from .invariants import (
     Reading,
     SentMail,
     check,
+    sink_mails,
 )
 from .load import Plan, PlannedOrder
 
@@ -54,7 +56,12 @@ def a_shop_that_kept_its_promises() -> tuple[Reading, Expectations]:
         reading.payment_status[order.id] = {"paid": "paid", "cancelled": "expired"}.get(
             status, "pending"
         )
-        reading.mails += [SentMail(f"{kind} {order.number}", 100.0) for kind in mails]
+        ids = [f"<{kind}.{order.id}@shop.example>" for kind in mails]
+        reading.mails += [
+            SentMail(f"{kind} {order.number}", 100.0, message_id)
+            for kind, message_id in zip(mails, ids, strict=True)
+        ]
+        reading.recorded_message_ids |= set(ids)
     assert paid.id is not None
     assert wrong.id is not None
     reading.paid_transitions[paid.id] = 1
@@ -81,6 +88,18 @@ def broken(claim: str, invariants: list[Invariant]) -> list[str]:
 def test_every_invariant_holds_on_a_shop_that_kept_its_promises() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
     assert [i.claim for i in check(reading, expectations) if not i.holds] == []
+
+
+def test_an_email_recorded_as_sent_that_never_reached_the_sink_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.mails.pop()
+    assert "each recorded e-mail" in " ".join(broken("sink", check(reading, expectations)))
+
+
+def test_an_email_in_the_sink_that_was_never_recorded_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.mails.append(SentMail("stray", 100.0, "<stray@shop.example>"))
+    assert "each recorded e-mail" in " ".join(broken("sink", check(reading, expectations)))
 
 
 def test_an_order_lost_after_its_201_is_caught() -> None:
@@ -150,13 +169,13 @@ def test_a_missing_email_is_caught(missing: str) -> None:
 
 def test_a_second_email_with_no_kill_between_is_caught() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
-    reading.mails.append(SentMail(reading.mails[0].subject, 130.0))
+    reading.mails.append(dataclasses.replace(reading.mails[0], received_at=130.0))
     broken("a duplicate e-mail only across a kill", check(reading, expectations))
 
 
 def test_a_second_email_across_a_kill_between_send_and_mark_is_allowed_and_counted() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
-    reading.mails.append(SentMail(reading.mails[0].subject, 130.0))
+    reading.mails.append(dataclasses.replace(reading.mails[0], received_at=130.0))
     expectations.send_kills.append(("e-mail sent, not marked", 101.0))
     [duplicates] = [i for i in check(reading, expectations) if "duplicate" in i.claim]
     assert duplicates.holds
@@ -165,28 +184,30 @@ def test_a_second_email_across_a_kill_between_send_and_mark_is_allowed_and_count
 
 def test_a_second_email_sent_before_the_kill_is_caught() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
-    reading.mails.append(SentMail(reading.mails[0].subject, 100.5))  # the first at 100 s
+    reading.mails.append(
+        dataclasses.replace(reading.mails[0], received_at=100.5)
+    )  # the first at 100 s
     expectations.send_kills.append(("e-mail sent, not marked", 103.0))
     broken("a duplicate e-mail only across a kill", check(reading, expectations))
 
 
 def test_a_first_email_long_after_a_notification_workers_kill_is_caught() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
-    reading.mails.append(SentMail(reading.mails[0].subject, 130.0))
+    reading.mails.append(dataclasses.replace(reading.mails[0], received_at=130.0))
     expectations.send_kills.append(("e-mail sent, not marked", 91.0))  # 9 s before the first
     broken("a duplicate e-mail only across a kill", check(reading, expectations))
 
 
 def test_a_duplicate_behind_a_relays_kill_is_allowed_a_while_after_it() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
-    reading.mails.append(SentMail(reading.mails[0].subject, 130.0))
+    reading.mails.append(dataclasses.replace(reading.mails[0], received_at=130.0))
     expectations.send_kills.append(("relay published, not marked", 80.0))  # 20 s before
     assert all(i.holds for i in check(reading, expectations))
 
 
 def test_a_second_email_long_after_an_unrelated_kill_is_caught() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
-    reading.mails.append(SentMail(reading.mails[0].subject, 300.0))
+    reading.mails.append(dataclasses.replace(reading.mails[0], received_at=300.0))
     expectations.send_kills.append(("e-mail sent, not marked", 250.0))  # 150 s after the first
     broken("a duplicate e-mail only across a kill", check(reading, expectations))
 
@@ -220,3 +241,12 @@ def test_an_outbox_that_did_not_drain_is_caught() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
     reading = dataclasses.replace(reading, unsent={"order-service": 3, "payment-service": 0})
     broken("the outboxes drained", check(reading, expectations))
+
+
+def test_a_long_message_id_folded_in_the_sinks_file_reads_as_sent(tmp_path: Path) -> None:
+    message_id = f"<payment_receipt.{uuid.uuid4()}@skincare-shop.example>"
+    (tmp_path / "00001.eml").write_bytes(
+        f"Subject: Receipt\r\nMessage-ID:\r\n {message_id}\r\n\r\nhi\r\n".encode()
+    )
+    [mail] = sink_mails(tmp_path)
+    assert mail.message_id == message_id
