@@ -75,7 +75,9 @@ class LoadFigures:
     cut: Counter[str] = field(default_factory=Counter)
     """Requests that died with their connection (their API killed under them), by API."""
     refused: Counter[str] = field(default_factory=Counter)
-    """Tries that found no API listening (it was down) or had a 5xx answer, by API."""
+    """Tries that found no API listening (it was down), by API."""
+    server_errors: list[str] = field(default_factory=list)
+    """Answers with a 5xx status (``api: status body``): a live API never gives one."""
     in_flight: Counter[str] = field(default_factory=Counter)
 
 
@@ -255,7 +257,7 @@ class Load:
             if answer.status == gateway.UNDELIVERED:
                 self.figures.cut[api] += 1
             elif answer.status >= 500:
-                self.figures.refused[api] += 1
+                self.figures.server_errors.append(f"{api}: {answer.status} {answer.body[:200]}")
 
     async def _until_answered(
         self, api: str, send: Callable[[], Awaitable[httpx.Response]]
@@ -279,7 +281,7 @@ class Load:
             if reply is not None and reply.status_code < 500:
                 return reply
             if reply is not None:
-                self.figures.refused[api] += 1
+                self.figures.server_errors.append(f"{api}: {reply.status_code} {reply.text[:200]}")
             if time.monotonic() > deadline:
                 raise AssertionError(f"{api} gave no answer for {_GIVE_UP_AFTER:g} s")
             await asyncio.sleep(_RETRY_PAUSE)

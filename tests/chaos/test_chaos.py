@@ -136,9 +136,9 @@ async def under_fire(
 
 
 def the_blows_landed(log: ChaosLog, load: Load, reading: Reading) -> list[Invariant]:
-    """The chaos did what it says: each API died with a request under way, each worker
-    asked to stop drained and exited 0, none crashed by itself, and the frozen broker held
-    the outbox back until it thawed."""
+    """The chaos did what it says, and the APIs took it: each API died with a request under
+    way, and a live one never answered 5xx; each worker asked to stop drained and exited 0,
+    none crashed by itself, and the frozen broker held the outbox back until it thawed."""
     uncut = [f"{api}: killed with no request under way" for api, cut in log.api_kills if not cut]
     sigterms = [f"{name} exited {code}" for name, code in log.sigterm_exits if code != 0]
     backlog = (
@@ -152,6 +152,14 @@ def the_blows_landed(log: ChaosLog, load: Load, reading: Reading) -> list[Invari
             ", ".join(f"{api} {cut}" for api, cut in log.api_kills) + " cut",
             not uncut,
             tuple(uncut),
+            awaits_drain=False,
+        ),
+        Invariant(
+            "no API answered 5xx (a killed one's cut requests aside)",
+            "0",
+            str(len(load.figures.server_errors)),
+            not load.figures.server_errors,
+            tuple(load.figures.server_errors[:5]),
             awaits_drain=False,
         ),
         Invariant(
