@@ -25,11 +25,14 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import asyncpg
 
-from .load import PlannedOrder
+from .load import LoadFigures, PlannedOrder
+
+if TYPE_CHECKING:  # the monkey reads the outbox with this module's unsent()
+    from .monkey import ChaosLog
 
 CONFIRMATION: Final = "order_confirmation"
 RECEIPT: Final = "payment_receipt"
@@ -415,3 +418,57 @@ def table(invariants: list[Invariant], figures: list[tuple[str, str]]) -> str:
     name_width = max(len(name) for name, _ in figures)
     lines += [f"{name:<{name_width}}  {value}" for name, value in figures]
     return "\n".join(lines)
+
+
+def blows_landed(log: ChaosLog, figures: LoadFigures, reading: Reading) -> list[Invariant]:
+    """The chaos did what it says, and the APIs took it: each API died with a request under
+    way, and a live one never answered 5xx; each worker asked to stop drained and exited 0,
+    none crashed by itself, and the frozen broker held the outbox back until it thawed."""
+    uncut = [f"{api}: killed with no request under way" for api, cut in log.api_kills if not cut]
+    sigterms = [f"{name} exited {code}" for name, code in log.sigterm_exits if code != 0]
+    backlog = (
+        f"{log.backlog_before_freeze} → {log.backlog_peak_in_freeze} → "
+        f"{reading.unsent.get('order-service')}"
+    )
+    return [
+        Invariant(
+            "each API killed mid-request cut a request under way",
+            f"{len(log.api_kills)} kill(s), each ≥ 1 cut",
+            ", ".join(f"{api} {cut}" for api, cut in log.api_kills) + " cut",
+            not uncut,
+            tuple(uncut),
+            awaits_drain=False,
+        ),
+        Invariant(
+            "no API answered 5xx (a killed one's cut requests aside)",
+            "0",
+            str(len(figures.server_errors)),
+            not figures.server_errors,
+            tuple(figures.server_errors[:5]),
+            awaits_drain=False,
+        ),
+        Invariant(
+            "every SIGTERM drained and exited 0",
+            f"{len(log.sigterm_exits)} x 0",
+            f"{len(log.sigterm_exits) - len(sigterms)} x 0",
+            not sigterms,
+            tuple(sigterms),
+            awaits_drain=False,
+        ),
+        Invariant(
+            "no process exited by itself",
+            "0",
+            str(sum(log.self_exits.values())),
+            not log.self_exits,
+            tuple(f"{name} x{n}" for name, n in log.self_exits.items()),
+            awaits_drain=False,
+        ),
+        Invariant(
+            "the outbox grew while the broker was frozen, then drained",
+            "before < peak, then 0",
+            backlog,
+            log.backlog_peak_in_freeze > log.backlog_before_freeze
+            and reading.unsent.get("order-service") == 0,
+            awaits_drain=False,
+        ),
+    ]

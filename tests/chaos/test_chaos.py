@@ -35,13 +35,14 @@ from .invariants import (
     Invariant,
     Poison,
     Reading,
+    blows_landed,
     check,
     check_dead_letters,
     read,
     table,
 )
 from .load import Load, plan_orders
-from .monkey import ChaosLog, Monkey, schedule
+from .monkey import Monkey, schedule
 from .shop import ChaosShop
 
 ORDERS: Final = int(os.environ.get("SHOP_CHAOS_ORDERS", "200"))
@@ -117,7 +118,7 @@ async def under_fire(
     # and that reading is the one judged.
     await asyncio.sleep(QUIET_SECONDS)
     reading = await read_all(shop, settings)
-    invariants = check(reading, expectations) + the_blows_landed(monkey.log, load, reading)
+    invariants = check(reading, expectations) + blows_landed(monkey.log, load.figures, reading)
 
     counts = monkey.log.counts()
     figures = [
@@ -133,60 +134,6 @@ async def under_fire(
     figures += [(f"  {blow.at:>6.1f} s", f"{blow.what} {blow.target} {blow.detail}")
                 for blow in monkey.log.blows]  # fmt: skip
     return invariants, figures
-
-
-def the_blows_landed(log: ChaosLog, load: Load, reading: Reading) -> list[Invariant]:
-    """The chaos did what it says, and the APIs took it: each API died with a request under
-    way, and a live one never answered 5xx; each worker asked to stop drained and exited 0,
-    none crashed by itself, and the frozen broker held the outbox back until it thawed."""
-    uncut = [f"{api}: killed with no request under way" for api, cut in log.api_kills if not cut]
-    sigterms = [f"{name} exited {code}" for name, code in log.sigterm_exits if code != 0]
-    backlog = (
-        f"{log.backlog_before_freeze} → {log.backlog_peak_in_freeze} → "
-        f"{reading.unsent.get('order-service')}"
-    )
-    return [
-        Invariant(
-            "each API killed mid-request cut a request under way",
-            f"{len(log.api_kills)} kill(s), each ≥ 1 cut",
-            ", ".join(f"{api} {cut}" for api, cut in log.api_kills) + " cut",
-            not uncut,
-            tuple(uncut),
-            awaits_drain=False,
-        ),
-        Invariant(
-            "no API answered 5xx (a killed one's cut requests aside)",
-            "0",
-            str(len(load.figures.server_errors)),
-            not load.figures.server_errors,
-            tuple(load.figures.server_errors[:5]),
-            awaits_drain=False,
-        ),
-        Invariant(
-            "every SIGTERM drained and exited 0",
-            f"{len(log.sigterm_exits)} x 0",
-            f"{len(log.sigterm_exits) - len(sigterms)} x 0",
-            not sigterms,
-            tuple(sigterms),
-            awaits_drain=False,
-        ),
-        Invariant(
-            "no process exited by itself",
-            "0",
-            str(sum(log.self_exits.values())),
-            not log.self_exits,
-            tuple(f"{name} x{n}" for name, n in log.self_exits.items()),
-            awaits_drain=False,
-        ),
-        Invariant(
-            "the outbox grew while the broker was frozen, then drained",
-            "before < peak, then 0",
-            backlog,
-            log.backlog_peak_in_freeze > log.backlog_before_freeze
-            and reading.unsent.get("order-service") == 0,
-            awaits_drain=False,
-        ),
-    ]
 
 
 def dict_text(counts: dict[str, int]) -> str:

@@ -22,10 +22,12 @@ from .invariants import (
     Poison,
     Reading,
     SentMail,
+    blows_landed,
     check,
     sink_mails,
 )
-from .load import Plan, PlannedOrder
+from .load import LoadFigures, Plan, PlannedOrder
+from .monkey import ChaosLog
 
 GARBAGE = b"{not json"
 POISON = Poison((GARBAGE,), ("notification-service", "payment-service"), "payment-service")
@@ -250,3 +252,53 @@ def test_a_long_message_id_folded_in_the_sinks_file_reads_as_sent(tmp_path: Path
     )
     [mail] = sink_mails(tmp_path)
     assert mail.message_id == message_id
+
+
+def blows_that_landed() -> tuple[ChaosLog, LoadFigures, Reading]:
+    log = ChaosLog(
+        backlog_before_freeze=0,
+        backlog_peak_in_freeze=40,
+        api_kills=[("order-api", 2), ("payment-api", 1)],
+        sigterm_exits=[("order-worker-1", 0)],
+    )
+    reading, _ = a_shop_that_kept_its_promises()
+    return log, LoadFigures(), reading
+
+
+def blows_broken(claim: str, log: ChaosLog, figures: LoadFigures, reading: Reading) -> None:
+    failing = [i.claim for i in blows_landed(log, figures, reading) if not i.holds]
+    assert failing == [claim], failing
+
+
+def test_the_blows_invariants_hold_when_every_blow_landed_and_was_taken() -> None:
+    assert all(invariant.holds for invariant in blows_landed(*blows_that_landed()))
+
+
+def test_an_api_killed_with_no_request_under_way_is_caught() -> None:
+    log, figures, reading = blows_that_landed()
+    log.api_kills.append(("order-api", 0))
+    blows_broken("each API killed mid-request cut a request under way", log, figures, reading)
+
+
+def test_a_5xx_from_a_live_api_is_caught() -> None:
+    log, figures, reading = blows_that_landed()
+    figures.server_errors.append("order-api: 500 Internal Server Error")
+    blows_broken("no API answered 5xx (a killed one's cut requests aside)", log, figures, reading)
+
+
+def test_a_worker_that_did_not_exit_0_on_sigterm_is_caught() -> None:
+    log, figures, reading = blows_that_landed()
+    log.sigterm_exits.append(("payment-worker-2", 1))
+    blows_broken("every SIGTERM drained and exited 0", log, figures, reading)
+
+
+def test_a_process_that_exited_by_itself_is_caught() -> None:
+    log, figures, reading = blows_that_landed()
+    log.self_exits["notification-worker-1"] += 1
+    blows_broken("no process exited by itself", log, figures, reading)
+
+
+def test_a_freeze_the_outbox_did_not_feel_is_caught() -> None:
+    log, figures, reading = blows_that_landed()
+    log.backlog_peak_in_freeze = log.backlog_before_freeze
+    blows_broken("the outbox grew while the broker was frozen, then drained", log, figures, reading)
