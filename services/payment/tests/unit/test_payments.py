@@ -604,3 +604,21 @@ async def test_a_refund_by_hand_of_a_payment_the_shop_keeps_is_refused(
         await payments.record_refund_by_hand(
             store, uuid.uuid4(), reference="r", amount=None, log=log
         )
+
+
+async def test_a_refund_the_gateway_refused_is_not_asked_for_again(
+    store: FakePaymentStore, gateway: FakeGateway, gateways: dict[Provider, Any]
+) -> None:
+    # Once refused, a person gives the money back by hand: a card's refund asked for again
+    # later (a redelivery, a redrive) could go through and pay the customer twice.
+    command = await late_refund_due(store, gateway, gateways)
+    gateway.refusal = "412 Merchant cannot modify the status of the transaction"
+    with pytest.raises(GatewayRefused):
+        await payments.refund_payment(store, gateways, command, log)
+    gateway.refusal = None
+
+    outcome = await payments.refund_payment(store, gateways, command, log)
+
+    assert outcome == "refund refused: given back by hand"
+    assert gateway.refunds == {}
+    assert status(store) == PaymentStatus.REFUND_DUE

@@ -90,7 +90,7 @@ class MidtransGateway:
         if method not in REFUNDABLE_METHODS:
             raise GatewayRefused(
                 f"{NAME} cannot refund a {method} payment through its API: "
-                "give the money back by hand, then record it at the gateway"
+                "give the money back by hand, then record it with shopctl refunded-by-hand"
             )
         body = await self._post(
             f"/v2/{refund.order_id}/refund",

@@ -249,6 +249,10 @@ async def refund_payment(
         payment = await payments.get(command.order_id)
     if payment is None or payment.status != PaymentStatus.REFUND_DUE:
         return "no refund due"
+    if payment.refund_refused:
+        # A person gives it back by hand now: asked again (a redelivery, a redrive), a card's
+        # refund could go through as well and pay the customer twice.
+        return "refund refused: given back by hand"
     if payment.provider is None:
         raise GatewayRefused(f"payment {payment.id} names no gateway to refund through")
     gateway = gateway_of(gateways, payment.provider)

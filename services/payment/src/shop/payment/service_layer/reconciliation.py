@@ -80,6 +80,10 @@ async def _reconcile_one(
         elif finding.kind == DriftKind.REFUND_OUTSTANDING:
             async with store.transaction() as payments:
                 current = await payments.get(payment.order_id, lock=True)
-                if current is not None and current.status == PaymentStatus.REFUND_DUE:
+                if (
+                    current is not None
+                    and current.status == PaymentStatus.REFUND_DUE
+                    and not current.refund_refused  # refused meanwhile: a person's now
+                ):
                     await ask_refund(payments, current, "refund due still outstanding")
     return drift
