@@ -3,6 +3,8 @@ record of what was sent."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from shop.notification.domain.kinds import NotificationKey
@@ -20,6 +22,10 @@ class AcceptingProvider:
 class SentLog:
     def __init__(self) -> None:
         self.marks: dict[NotificationKey, dict[str, Any]] = {}
+
+    @asynccontextmanager
+    async def sending(self, key: NotificationKey) -> AsyncIterator[SentLog]:
+        yield self
 
     async def already_sent(self, key: NotificationKey) -> bool:
         return key in self.marks

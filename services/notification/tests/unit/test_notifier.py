@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -39,6 +41,10 @@ class SentLog:
         self.marks: dict[NotificationKey, dict[str, Any]] = {}
         self.racing = racing
         """Someone else marks the same e-mail between our check and our mark."""
+
+    @asynccontextmanager
+    async def sending(self, key: NotificationKey) -> AsyncIterator[SentLog]:
+        yield self
 
     async def already_sent(self, key: NotificationKey) -> bool:
         return key in self.marks

@@ -40,9 +40,9 @@ def build_worker(
     configured provider, for tests that need to watch the sends)."""
     configure_logging(json=settings.log_json)
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
-    # A check and a mark per e-mail, each a moment long: a few connections serve many
-    # sends in flight.
-    engine = create_engine(settings.database_url, pool_size=min(settings.max_in_flight, 10))
+    # A connection per send in flight: each holds its e-mail's hold (a transaction) while
+    # the provider takes the e-mail.
+    engine = create_engine(settings.database_url, pool_size=settings.max_in_flight)
     shop = ShopIdentity(**settings.shop.model_dump())
     notifier = Notifier(
         SqlSentLog(session_factory(engine)),

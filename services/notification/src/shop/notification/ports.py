@@ -6,6 +6,7 @@ record of what was sent. Adapters (SMTP, the fault-injecting wrapper, Postgres) 
 from __future__ import annotations
 
 import uuid
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -49,10 +50,12 @@ class EmailSender(Protocol):
         :class:`EmailRejected` or :class:`EmailUnavailable`."""
 
 
-class SentLog(Protocol):
-    """Which e-mails have been sent: at most one per :class:`NotificationKey` (per order and
-    kind, and per reversal for the reversal notices)."""
+class SendingElsewhere(Exception):
+    """Another delivery of the same e-mail is sending it at this moment: try again once it
+    is done (it will then be recorded, or free to send)."""
 
+
+class RecordOfSent(Protocol):
     async def already_sent(self, key: NotificationKey) -> bool: ...
 
     async def mark_sent(
@@ -64,4 +67,17 @@ class SentLog(Protocol):
         event_id: uuid.UUID,
     ) -> bool:
         """Record the sending; False when it was recorded already."""
+        ...
+
+
+class SentLog(RecordOfSent, Protocol):
+    """Which e-mails have been sent: at most one per :class:`NotificationKey` (per order and
+    kind, and per reversal for the reversal notices)."""
+
+    def sending(self, key: NotificationKey) -> AbstractAsyncContextManager[RecordOfSent]:
+        """Held by one delivery at a time while it checks, sends and records the e-mail of
+        ``key`` (two deliveries of one event may be handled at once: a Kafka partition
+        moved to another consumer mid-send, a copy published twice on SQS); raises
+        :class:`SendingElsewhere` while another holds it. The record it gives is read and
+        written under the hold; a holder that dies lets go."""
         ...

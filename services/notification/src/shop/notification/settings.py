@@ -89,7 +89,8 @@ class NotificationSettings(BaseSettings):
     (2 + 4 + … + 128 s), eight attempts ride out a provider outage of about four minutes."""
     max_in_flight: int = Field(default=32, ge=1)
     """E-mails being sent at once (sending is mostly waiting on the provider); also the
-    consumer's limit of messages taken in, whatever ``messaging.max_in_flight`` says."""
+    consumer's limit of messages taken in, whatever ``messaging.max_in_flight`` says, and the
+    database connections the worker holds (one per send, for its hold)."""
     worker_health_host: str = "127.0.0.1"
     """Where the worker's health port (``/healthz``, ``/readyz``, ``/metrics``) listens:
     loopback by default; ``0.0.0.0`` in a container, for the kubelet's probes and for

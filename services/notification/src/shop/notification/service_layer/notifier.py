@@ -3,15 +3,19 @@
 The e-mail goes out first; only once the provider has accepted it is it recorded in
 ``order_notifications``, whose key admits one row per e-mail (:class:`NotificationKey`: an
 order and kind, and the reversal for a reversal notice). A redelivered event finds
-the row and sends nothing; a failed send leaves no row, so the retry really sends. The one
-gap: a crash between the provider's acceptance and the row means one duplicate e-mail,
-which its stable Message-ID makes recognisable. Never a lost one.
+the row and sends nothing; a failed send leaves no row, so the retry really sends. Check,
+send and record happen under a hold on the key (``SentLog.sending``): a second delivery
+arriving meanwhile is retried later, never sent beside the first. The one gap: a crash
+between the provider's acceptance and the row (or a provider that took the e-mail and lost
+its reply) means one duplicate e-mail, which its stable Message-ID makes recognisable.
+Never a lost one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from email.utils import parseaddr
+from typing import Any
 
 from shop.contracts import OrderCancelled, OrderCreated, OrderPaid, OrderPaymentReversed
 from shop.contracts.orders import OrderFacts
@@ -25,6 +29,8 @@ from shop.notification.ports import (
     EmailRejected,
     EmailSender,
     EmailUnavailable,
+    RecordOfSent,
+    SendingElsewhere,
     SentLog,
 )
 
@@ -101,9 +107,42 @@ class Notifier:
         log = ctx.log.bind(order_id=str(event.order_id), kind=kind.value)
         if key.reference:
             log = log.bind(reference=key.reference)
-        if await self.sent_log.already_sent(key):
-            log.info("e-mail already sent; nothing to do")
+        try:
+            async with self.sent_log.sending(key) as record:
+                sent = await self._send_unless_sent(
+                    key, event, ctx, compose, record=record, log=log
+                )
+        except SendingElsewhere as error:
+            # Its other delivery either records it (this one then finds it sent) or fails
+            # (this one then sends it): either way, later.
+            raise TransientError(str(error)) from error
+        # Told once the record is kept (the hold's transaction committed), not before.
+        if sent is None:
             return
+        email, marked = sent
+        if marked:
+            log.info("e-mail sent", to=email.to, message_id=email.message_id)
+        else:
+            # Recorded by another delivery despite the hold (a hold lost with a database
+            # restart mid-send): the customer got the e-mail twice, with one Message-ID.
+            log.warning("e-mail sent twice", to=email.to, message_id=email.message_id)
+
+    async def _send_unless_sent(
+        self,
+        key: NotificationKey,
+        event: OrderFacts,
+        ctx: MessageContext,
+        compose: Callable[[], Composed],
+        *,
+        record: RecordOfSent,
+        log: Any,
+    ) -> tuple[Email, bool] | None:
+        """The e-mail sent and whether this delivery recorded it; None when it was sent
+        already."""
+        kind = key.kind
+        if await record.already_sent(key):
+            log.info("e-mail already sent; nothing to do")
+            return None
         try:
             email = self._email(key, event, *compose())
         except ValueError as error:
@@ -117,18 +156,13 @@ class Notifier:
             raise PermanentError(str(error)) from error
         except EmailUnavailable as error:
             raise TransientError(str(error)) from error
-        marked = await self.sent_log.mark_sent(
+        marked = await record.mark_sent(
             key,
             recipient=email.to,
             message_id=email.message_id,
             event_id=ctx.envelope.event_id,
         )
-        if marked:
-            log.info("e-mail sent", to=email.to, message_id=email.message_id)
-        else:
-            # Two deliveries of one event were sending at once (a redelivery racing a slow
-            # first attempt): the customer got the e-mail twice, with one Message-ID.
-            log.warning("e-mail sent twice", to=email.to, message_id=email.message_id)
+        return email, marked
 
     def _email(
         self,
