@@ -6,7 +6,7 @@ import aiosmtplib
 import pytest
 
 from shop.devstack import SmtpSink
-from shop.simulators.mail import ProviderFaults
+from shop.simulators.mail import ProviderFaults, ProviderJournal
 
 
 async def test_an_email_sent_with_aiosmtplib_is_read_back(smtp_sink: SmtpSink):
@@ -90,3 +90,39 @@ def test_faults_are_read_back_and_a_bad_file_means_none(tmp_path: Path):
     assert ProviderFaults.read(tmp_path) == ProviderFaults()
     with pytest.raises(ValueError, match="failure_rate"):
         ProviderFaults(failure_rate=2)
+
+
+async def test_a_reply_dropped_after_the_message_was_taken_leaves_it_delivered_and_noted(
+    smtp_sink: SmtpSink,
+):
+    assert smtp_sink.mail_dir is not None
+    address = smtp_sink.address
+    message = small_message()
+    message["Message-ID"] = "<dropped.1@shop.example>"
+    ProviderFaults(drop_reply_rate=1.0).write(smtp_sink.mail_dir)
+    try:
+        with pytest.raises(aiosmtplib.SMTPServerDisconnected):
+            await aiosmtplib.send(message, hostname=address.host, port=address.port, timeout=5)
+    finally:
+        ProviderFaults.clear(smtp_sink.mail_dir)
+    [taken] = smtp_sink.messages
+    assert taken.message["Message-ID"] == "<dropped.1@shop.example>"
+    [entry] = ProviderJournal(smtp_sink.mail_dir).read()
+    assert (entry.what, entry.message_id) == ("dropped reply", "<dropped.1@shop.example>")
+
+
+async def test_a_message_the_provider_hangs_on_is_never_taken_and_noted(smtp_sink: SmtpSink):
+    assert smtp_sink.mail_dir is not None
+    address = smtp_sink.address
+    message = small_message()
+    message["Message-ID"] = "<hung.1@shop.example>"
+    ProviderFaults(hang_rate=1.0).write(smtp_sink.mail_dir)
+    try:
+        with pytest.raises(aiosmtplib.SMTPTimeoutError):
+            await aiosmtplib.send(message, hostname=address.host, port=address.port, timeout=1)
+    finally:
+        ProviderFaults.clear(smtp_sink.mail_dir)
+    assert smtp_sink.messages == []
+    assert [(e.what, e.message_id) for e in ProviderJournal(smtp_sink.mail_dir).read()] == [
+        ("hung", "<hung.1@shop.example>")
+    ]

@@ -115,3 +115,42 @@ def test_transactional_subscribers_need_a_session_factory() -> None:
     router.subscriber(OrderCreated)(succeed)
     with pytest.raises(ValueError, match="session factory"):
         Pipeline(router)
+
+
+async def test_a_handler_that_hangs_is_given_up_at_its_timeout_and_retried() -> None:
+    release = asyncio.Event()
+
+    async def hang(event: OrderCreated, ctx: MessageContext) -> None:
+        await release.wait()  # a provider that never answers, a lock never let go
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False, timeout=0.2)(hang)
+    records: list[OutcomeRecord] = []
+    pipeline = Pipeline(router, observers=[records.append])
+
+    outcome = await asyncio.wait_for(pipeline.process(delivery()), 5)
+
+    assert isinstance(outcome, Retry)
+    [record] = records
+    assert "took longer than 0.2 s" in record.outcome.failure.error_message  # type: ignore[union-attr]
+
+
+async def test_a_handler_without_a_timeout_of_its_own_has_the_pipelines() -> None:
+    async def hang(event: OrderCreated, ctx: MessageContext) -> None:
+        await asyncio.Event().wait()
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False)(hang)
+    pipeline = Pipeline(router, handler_timeout=0.2)
+
+    assert isinstance(await asyncio.wait_for(pipeline.process(delivery()), 5), Retry)
+
+
+async def test_a_timeout_raised_inside_a_handler_is_its_own_failure_not_the_pipelines() -> None:
+    async def times_out(event: OrderCreated, ctx: MessageContext) -> None:
+        raise TimeoutError("the database did not answer")
+
+    pipeline, records = pipeline_with(times_out)
+
+    assert isinstance(await pipeline.process(delivery()), Retry)
+    assert "the database did not answer" in records[0].outcome.failure.error_message  # type: ignore[union-attr]

@@ -23,7 +23,7 @@ from aiosmtpd.controller import Controller
 
 from shop.devstack.errors import DevstackError
 from shop.devstack.process import free_port
-from shop.simulators.mail import ProviderFaults
+from shop.simulators.mail import FAULT_REPLY, HANG_AT_MOST, Mishap, ProviderFaults, ProviderJournal
 
 
 @dataclass(frozen=True)
@@ -89,11 +89,18 @@ class _Mailbox:
         return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        refusal = await ProviderFaults.read(self.mail_dir).apply()
-        if refusal is not None:
-            return refusal
         raw = bytes(envelope.original_content or envelope.content)
         parsed = email.message_from_bytes(raw, policy=email.policy.default)
+        faults = ProviderFaults.read(self.mail_dir)
+        message_id = str(parsed["Message-ID"] or "").strip()
+        if faults.hangs():
+            self._note("hung", message_id)
+            # Cancelled when the sender hangs up (aiosmtpd cancels the handler).
+            await asyncio.sleep(HANG_AT_MOST)
+            return FAULT_REPLY
+        refusal = await faults.apply()
+        if refusal is not None:
+            return refusal
         mail = ReceivedMail(
             mail_from=str(envelope.mail_from),
             rcpt_to=tuple(envelope.rcpt_tos),
@@ -107,7 +114,15 @@ class _Mailbox:
         if self.mail_dir is not None:
             self.mail_dir.mkdir(parents=True, exist_ok=True)
             (self.mail_dir / f"{number:05d}.eml").write_bytes(raw)
+        if faults.drops_reply():
+            # Taken, and the line cut before the "250": the sender cannot know it went.
+            self._note("dropped reply", message_id)
+            server.transport.abort()
         return "250 Message accepted for delivery"
+
+    def _note(self, what: Mishap, message_id: str) -> None:
+        if self.mail_dir is not None:
+            ProviderJournal(self.mail_dir).note(what, message_id)
 
 
 class SmtpSink:
@@ -149,6 +164,8 @@ class SmtpSink:
     def clear(self) -> None:
         with self._mailbox.arrived:
             self._mailbox.received.clear()
+        if self.mail_dir is not None:
+            ProviderJournal(self.mail_dir).clear()
 
     def wait_for(self, count: int, timeout: float = 10) -> list[ReceivedMail]:
         """Block until ``count`` messages have arrived; fail after ``timeout`` seconds."""

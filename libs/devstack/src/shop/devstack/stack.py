@@ -9,6 +9,7 @@ from pathlib import Path
 from types import TracebackType
 
 from shop.devstack.aws import AwsEndpoint
+from shop.devstack.errors import DevstackError
 from shop.devstack.kafka import KafkaCluster
 from shop.devstack.parts import Part, aws_part, kafka_part, postgres_part
 from shop.devstack.postgres import PostgresServer
@@ -66,11 +67,33 @@ class Devstack:
         """The process id of the part named ``part`` (``postgres``, ``kafka``, ``aws``) when
         this devstack runs it as a process of its own; None for a server someone else runs.
         Chaos tests pause the broker with it (SIGSTOP, SIGCONT)."""
+        try:
+            process: ManagedProcess = getattr(self._own_part(part), "process")  # noqa: B009
+        except DevstackError:
+            return None
+        return process.pid
+
+    def stop_part(self, part: str) -> None:
+        """Stop the part named ``part`` (as :meth:`pid_of` names it), keeping its data and
+        port, to start it again with :meth:`start_part`: chaos tests restart Postgres."""
+        self._own_part(part).stop()
+
+    def start_part(self, part: str) -> None:
+        started = self._own_part(part)
+        started.spawn()
+        started.wait_ready()
+
+    def part_running(self, part: str) -> bool:
+        process = getattr(self._own_part(part), "process", None)
+        return isinstance(process, ManagedProcess) and process.running()
+
+    def _own_part(self, part: str) -> Part:
         for started in self._started:
-            process = getattr(started, "process", None)
-            if started.name == part and isinstance(process, ManagedProcess):
-                return process.pid
-        return None
+            if started.name == part and isinstance(
+                getattr(started, "process", None), ManagedProcess
+            ):
+                return started
+        raise DevstackError(f"the devstack runs no {part} process of its own")
 
     def stop(self) -> None:
         while self._started:

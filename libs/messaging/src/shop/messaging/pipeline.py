@@ -30,6 +30,10 @@ from shop.messaging.subscriber import Router, Subscriber
 log = structlog.get_logger("shop.messaging")
 
 
+class HandlerTimedOut(Exception):
+    """A handler ran past its timeout and was cancelled: retried like any transient failure."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class OutcomeRecord:
     """What observers (metrics, tests) learn of each handled delivery."""
@@ -52,10 +56,12 @@ class Pipeline:
         *,
         sessions: async_sessionmaker[AsyncSession] | None = None,
         time_scale: float = 1.0,
+        handler_timeout: float = 120.0,
         observers: list[OutcomeObserver] | None = None,
         system: str | None = None,
     ) -> None:
-        """``system``: the transport's name, for the spans (the worker gives it)."""
+        """``system``: the transport's name, for the spans (the worker gives it).
+        ``handler_timeout``: for the subscribers that declare no timeout of their own."""
         self.router = router
         self.system = system
         self.group = router.group
@@ -65,6 +71,7 @@ class Pipeline:
             s.message_type: dataclasses.replace(s.retry, time_scale=time_scale) for s in router
         }
         self._slots = {s.message_type: asyncio.Semaphore(s.max_in_flight) for s in router}
+        self._timeouts = {s.message_type: s.timeout or handler_timeout for s in router}
         missing = [s.name for s in router if s.transactional and sessions is None]
         if missing:
             raise ValueError(f"transactional subscribers {missing} need a database session factory")
@@ -95,7 +102,7 @@ class Pipeline:
                         f"not {envelope.type}.v{envelope.version}"
                     )
                 async with self._slots[subscriber.message_type]:
-                    outcome: Outcome = await self._handle(subscriber, envelope, delivery)
+                    outcome: Outcome = await self._handle_within(subscriber, envelope, delivery)
             except (ContractError, PermanentError) as error:
                 outcome = self._dead_letter(delivery, error)
             except Exception as error:  # every unexpected failure is transient by design
@@ -106,6 +113,23 @@ class Pipeline:
             )
             self._report(delivery, subscriber, envelope, outcome, time.perf_counter() - started)
         return outcome
+
+    async def _handle_within(
+        self, subscriber: Subscriber, envelope: Envelope[Contract], delivery: Delivery
+    ) -> Ack:
+        """:meth:`_handle`, cancelled at the subscriber's timeout: then a transient failure
+        (retried), told apart from a TimeoutError the handler raised itself."""
+        seconds = self._timeouts[subscriber.message_type]
+        deadline = asyncio.timeout(seconds)
+        try:
+            async with deadline:
+                return await self._handle(subscriber, envelope, delivery)
+        except TimeoutError as error:
+            if deadline.expired():
+                raise HandlerTimedOut(
+                    f"{subscriber.name} took longer than {seconds:g} s"
+                ) from error
+            raise
 
     async def _handle(
         self, subscriber: Subscriber, envelope: Envelope[Contract], delivery: Delivery

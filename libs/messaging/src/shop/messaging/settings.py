@@ -84,6 +84,9 @@ class MessagingSettings(BaseModel):
     time_scale: float = Field(default=1.0, gt=0)
     """Multiplies retry delays; tests shrink them (0.01 turns 2 s into 20 ms)."""
     max_in_flight: int = Field(default=64, ge=1)
+    handler_timeout: float = Field(default=120.0, gt=0)
+    """Seconds a handler may take before it is cancelled and its message retried (unless
+    its subscriber declares a timeout of its own): a hung call frees its key and slot."""
     drain_timeout: float = Field(default=30.0, ge=0)
     outcome_timeout: float = Field(default=60.0, gt=0)
     """How long a consumer keeps trying to write one outcome (retry, dead letter, ack)

@@ -31,6 +31,9 @@ class Subscriber:
     retry: RetryPolicy
     transactional: bool
     max_in_flight: int
+    timeout: float | None = None
+    """Seconds its handler may take before it is given up on and the message retried;
+    None: the worker's ``handler_timeout``."""
 
     @property
     def message_type(self) -> str:
@@ -54,12 +57,17 @@ class Router:
         max_delay: float = 300.0,
         transactional: bool = True,
         max_in_flight: int = 16,
+        timeout: float | None = None,
     ) -> Callable[[Handler[ContractT]], Handler[ContractT]]:
         """Register the decorated function as the handler of ``contract``.
 
         ``transactional``: the handler gets a database session whose transaction also
         records the message in the inbox, so a redelivery has no second effect. Handlers
         with effects outside the database set it to False and keep their own unique record.
+
+        ``timeout``: how long one handling may take (None: the worker's
+        ``handler_timeout``); a handler still running then is cancelled and the message
+        retried, so that one that hangs holds neither its key nor a slot for ever.
         """
 
         def register(handler: Handler[ContractT]) -> Handler[ContractT]:
@@ -71,6 +79,7 @@ class Router:
                     retry=RetryPolicy(max_attempts, base_delay, max_delay),
                     transactional=transactional,
                     max_in_flight=max_in_flight,
+                    timeout=timeout,
                 )
             )
             return handler

@@ -62,6 +62,7 @@ class Worker:
                 router,
                 sessions=sessions,
                 time_scale=settings.time_scale,
+                handler_timeout=settings.handler_timeout,
                 observers=[self.metrics.observe, *observers],
                 system=transport.name,
             )

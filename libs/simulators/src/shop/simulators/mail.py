@@ -1,29 +1,39 @@
-"""An e-mail provider on a bad day: slow, and refusing some messages with a transient
-error. The faults are a file in the development SMTP sink's folder, which the sink reads for
-each message: ``shopctl demo --email-latency … --email-failure …`` writes it, the sink
-(:mod:`shop.devstack.smtp`) applies it."""
+"""An e-mail provider on a bad day: slow, refusing some messages with a transient error,
+taking some and hanging up before its reply (the sender cannot tell whether it went), and
+hanging on some without ever answering. The faults are a file in the development SMTP
+sink's folder, which the sink reads for each message: ``shopctl demo --email-latency …
+--email-failure …`` writes it, the sink (:mod:`shop.devstack.smtp`) applies it, and notes
+each reply it dropped and each message it hung on in a journal beside it."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import random
+import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final, Literal
 
 FAULT_REPLY = "451 4.3.0 temporary failure, try again later"
 """What a message gets when the injected faults say it fails: a transient refusal."""
+HANG_AT_MOST: Final = 600.0
+"""How long the sink hangs on a message before refusing it, if its sender waits that long."""
 
 
 @dataclass(frozen=True)
 class ProviderFaults:
     """How slow and how unreliable the sink is, as a provider having a bad day: each
     message waits a random time within ``latency`` (seconds) and is refused with a
-    transient ``451`` with probability ``failure_rate``. Kept as a file in the sink's
-    folder, so another process can set and clear them while the sink runs."""
+    transient ``451`` with probability ``failure_rate``; of the rest, a share
+    ``drop_reply_rate`` is taken and the connection dropped before the reply, and a share
+    ``hang_rate`` is never answered (until the sender hangs up). Kept as a file in the
+    sink's folder, so another process can set and clear them while the sink runs."""
 
     latency: tuple[float, float] = (0.0, 0.0)
     failure_rate: float = 0.0
+    drop_reply_rate: float = 0.0
+    hang_rate: float = 0.0
 
     FILE = "provider-faults.json"
 
@@ -31,12 +41,18 @@ class ProviderFaults:
         low, high = self.latency
         if not 0 <= low <= high:
             raise ValueError(f"latency must be 0 <= low <= high, not {self.latency}")
-        if not 0 <= self.failure_rate <= 1:
-            raise ValueError(f"failure_rate must be within 0..1, not {self.failure_rate}")
+        for name in ("failure_rate", "drop_reply_rate", "hang_rate"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be within 0..1, not {getattr(self, name)}")
 
     def write(self, mail_dir: Path) -> None:
         mail_dir.mkdir(parents=True, exist_ok=True)
-        body = {"latency": list(self.latency), "failure_rate": self.failure_rate}
+        body = {
+            "latency": list(self.latency),
+            "failure_rate": self.failure_rate,
+            "drop_reply_rate": self.drop_reply_rate,
+            "hang_rate": self.hang_rate,
+        }
         temporary = mail_dir / f".{self.FILE}.tmp"
         temporary.write_text(json.dumps(body))
         temporary.replace(mail_dir / self.FILE)  # whole, never half-written
@@ -54,7 +70,12 @@ class ProviderFaults:
         try:
             body = json.loads((mail_dir / cls.FILE).read_text())
             low, high = body.get("latency", (0.0, 0.0))
-            return cls(latency=(float(low), float(high)), failure_rate=float(body["failure_rate"]))
+            return cls(
+                latency=(float(low), float(high)),
+                failure_rate=float(body["failure_rate"]),
+                drop_reply_rate=float(body.get("drop_reply_rate", 0.0)),
+                hang_rate=float(body.get("hang_rate", 0.0)),
+            )
         except (OSError, ValueError, KeyError, TypeError):
             return cls()
 
@@ -66,3 +87,50 @@ class ProviderFaults:
         if self.failure_rate and random.random() < self.failure_rate:
             return FAULT_REPLY
         return None
+
+    def hangs(self) -> bool:
+        """Whether this message is one the provider never answers."""
+        return bool(self.hang_rate) and random.random() < self.hang_rate
+
+    def drops_reply(self) -> bool:
+        """Whether this message, once taken, has its connection dropped before the reply."""
+        return bool(self.drop_reply_rate) and random.random() < self.drop_reply_rate
+
+
+Mishap = Literal["dropped reply", "hung"]
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    what: Mishap
+    message_id: str
+    at: float
+    """Wall-clock time."""
+
+
+@dataclass(frozen=True)
+class ProviderJournal:
+    """What the sink did to messages on purpose, one JSON line each, in its folder: the
+    record a check needs to tell a duplicate the provider caused from one the shop did."""
+
+    mail_dir: Path
+
+    FILE = "provider-journal.jsonl"
+
+    def note(self, what: Mishap, message_id: str) -> None:
+        self.mail_dir.mkdir(parents=True, exist_ok=True)
+        line = json.dumps({"what": what, "message_id": message_id, "at": time.time()})
+        with (self.mail_dir / self.FILE).open("a") as journal:
+            journal.write(line + "\n")
+
+    def clear(self) -> None:
+        (self.mail_dir / self.FILE).unlink(missing_ok=True)
+
+    def read(self) -> list[JournalEntry]:
+        path = self.mail_dir / self.FILE
+        if not path.exists():
+            return []
+        return [
+            JournalEntry(entry["what"], entry["message_id"], float(entry["at"]))
+            for entry in map(json.loads, path.read_text().splitlines())
+        ]
