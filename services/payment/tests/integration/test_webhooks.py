@@ -16,8 +16,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from structlog.testing import capture_logs
 
 from shop.contracts import ProcessPayment, decode
+from shop.database import create_engine
+from shop.devstack.process import free_port
 from shop.messaging.schema import outbox
 from shop.payment.adapters.tables import payment_events
+from shop.payment.adapters.webhook_events import AsyncpgWebhookStore
+from shop.payment.api.app import create_app
 from shop.payment.settings import PaymentSettings
 
 from ..signing import OLD_SECRET, SERVER_KEY, midtrans_request, shop_request, sign_shop
@@ -341,3 +345,26 @@ async def test_no_secret_or_signature_reaches_the_logs(
     secrets = [s.get_secret_value() for s in payment_settings.webhook_secrets]
     for unsayable in [*secrets, SERVER_KEY, signature, signature.split("v1=")[1], signature_key]:
         assert unsayable not in written
+
+
+async def test_a_notification_while_the_database_is_down_is_a_503_to_send_again(
+    payment_settings: PaymentSettings,
+) -> None:
+    # A database restart: nothing listens where the database was.
+    down = payment_settings.model_copy(
+        update={"database_url": f"postgresql://postgres@127.0.0.1:{free_port()}/shop_payment"}
+    )
+    engine = create_engine(down.database_url)
+    app = create_app(down, AsyncpgWebhookStore(engine))
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://payment.test"
+        ) as client:
+            response = await client.post("/v1/payments/webhook", **shop_request(paid()))
+    finally:
+        await engine.dispose()
+
+    assert response.status_code == 503, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["retry-after"] == "1"
+    assert "send the same request again" in response.json()["detail"]

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import asyncpg
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
@@ -20,6 +21,23 @@ CONNECTION_LOST = (
 )
 """What says the database connection is gone, not that a statement failed: the request
 may be tried again once the database is back."""
+DATABASE_FAILURES = (*CONNECTION_LOST, DBAPIError)
+"""What a request may meet when the database fails it (for :func:`connection_lost` to sort)."""
+
+
+def connection_lost(error: BaseException) -> bool:
+    """Whether ``error`` says the database could not be reached (down, restarting, the
+    connection cut), rather than that a statement failed (a defect, or a bad request)."""
+    if isinstance(error, CONNECTION_LOST):
+        return True
+    if isinstance(error, DBAPIError):
+        cause = error.orig.__cause__ if error.orig is not None else None
+        return (
+            error.connection_invalidated
+            or isinstance(error.orig, CONNECTION_LOST)
+            or (isinstance(cause, CONNECTION_LOST))
+        )
+    return False
 
 
 @asynccontextmanager

@@ -6,6 +6,7 @@ model."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
@@ -16,6 +17,8 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Route
+
+log = logging.getLogger("shop.web")
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -90,6 +93,32 @@ def _title(status: int) -> str:
         return HTTPStatus(status).phrase
     except ValueError:
         return "Error"
+
+
+def answer_unavailable(
+    app: FastAPI,
+    errors: Sequence[type[Exception]],
+    *,
+    unreachable: Callable[[Exception], bool],
+    what: str,
+) -> None:
+    """Answer ``errors`` that say ``what`` (the database, say) could not be reached with a
+    503 and ``Retry-After``: the request is safe to send again once it is back. Any other
+    of ``errors`` is what it is, a 500."""
+
+    async def unavailable(_: Request, error: Exception) -> JSONResponse:
+        if not unreachable(error):
+            raise error
+        log.warning("%s unavailable: %r", what, error)
+        return problem(
+            503,
+            "Service unavailable",
+            f"the {what} could not be reached; send the same request again shortly",
+            headers={"Retry-After": "1"},
+        )
+
+    for error in errors:
+        app.add_exception_handler(error, unavailable)
 
 
 def install(

@@ -7,13 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import structlog
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field
-from sqlalchemy.exc import DBAPIError
 
-from shop.database.driver import CONNECTION_LOST
+from shop.database.driver import DATABASE_FAILURES, connection_lost
 from shop.order.domain.errors import (
     DomainError,
     IdempotencyConflict,
@@ -25,8 +23,6 @@ from shop.order.domain.errors import (
 )
 from shop.web import problems
 from shop.web.problems import ProblemDocument, problem
-
-log = structlog.get_logger("shop.order.api")
 
 
 class Problem(ProblemDocument):
@@ -80,18 +76,6 @@ def _domain_problem(error: DomainError) -> JSONResponse:
     return problem(status, title, str(error), **extra)
 
 
-def _database_unavailable(error: Exception) -> JSONResponse:
-    # Committed or not, the same request with the same Idempotency-Key is safe to send
-    # again: it makes the order at most once.
-    log.warning("database unavailable", error=repr(error))
-    return problem(
-        503,
-        "Service unavailable",
-        "the database could not be reached; send the same request again shortly",
-        headers={"Retry-After": "1"},
-    )
-
-
 def install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     """Answer every error with a problem document, and document it so in the OpenAPI."""
     problems.install(app, routers, model=Problem, www_authenticate="Bearer")
@@ -100,14 +84,8 @@ def install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     async def domain_error(_: Request, error: DomainError) -> JSONResponse:
         return _domain_problem(error)
 
-    async def connection_lost(_: Request, error: Exception) -> JSONResponse:
-        return _database_unavailable(error)
-
-    for lost in CONNECTION_LOST:
-        app.add_exception_handler(lost, connection_lost)
-
-    @app.exception_handler(DBAPIError)
-    async def database_error(_: Request, error: DBAPIError) -> JSONResponse:
-        if not error.connection_invalidated:
-            raise error  # a statement failed: a defect, answered as the 500 it is
-        return _database_unavailable(error)
+    # Committed or not, the same request with the same Idempotency-Key is safe to send
+    # again: it makes the order at most once.
+    problems.answer_unavailable(
+        app, DATABASE_FAILURES, unreachable=connection_lost, what="database"
+    )

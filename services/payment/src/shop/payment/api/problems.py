@@ -1,5 +1,6 @@
 """payment-service's problem documents: a refused signature is a 401 that names why (never
-the secret or the signature); a notification the shop cannot read is a 422. Everything else
+the secret or the signature); a notification the shop cannot read is a 422; one that finds
+the database away is a 503 that says to send it again. Everything else
 about problem documents is :mod:`shop.web.problems`."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from collections.abc import Sequence
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 
+from shop.database.driver import DATABASE_FAILURES, connection_lost
 from shop.payment.domain.errors import DomainError, InvalidNotification, InvalidSignature
 from shop.payment.domain.shop_format import SIGNATURE_HEADER
 from shop.web import problems
@@ -41,3 +43,9 @@ def install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     @app.exception_handler(DomainError)
     async def domain_error(_: Request, error: DomainError) -> JSONResponse:
         return _domain_problem(error)
+
+    # The gateway sends a notification again until it is answered 2xx: a 503 while the
+    # database is away loses nothing.
+    problems.answer_unavailable(
+        app, DATABASE_FAILURES, unreachable=connection_lost, what="database"
+    )
