@@ -73,7 +73,7 @@ test: lint typecheck contracts pytest
 
 # The chaos suite at full length, on each bus in turn: CHAOS_ORDERS orders at CHAOS_RATE a
 # second under CHAOS_KILLS SIGKILLs, SIGTERMs, a broker freeze and a failing e-mail provider;
-# each run prints its invariants table (make test runs a bounded form on Kafka).
+# each run prints its invariants table (make test runs a bounded form on both buses).
 CHAOS_ORDERS ?= 2000
 CHAOS_KILLS ?= 30
 CHAOS_RATE ?= 8

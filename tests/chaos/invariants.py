@@ -5,11 +5,16 @@ against what the load asked for:
 - nothing committed is lost: every order the load placed is there, and no other;
 - each valid payment moves its order to ``paid`` exactly once (one ``OrderPaid`` in its
   outbox) and is applied exactly once (one ``PaymentReceived``); nothing else is paid;
+- an order not paid in its window is cancelled and its payment expired; one paid after its
+  window is cancelled all the same and the money refunded at the gateway, once and in
+  full; nothing else is refunded;
 - every order has its e-mails recorded exactly once (confirmation; receipt or cancellation);
 - each recorded e-mail reached the SMTP sink, and the sink holds no e-mail that was not
   recorded (by Message-ID, which is stable for an e-mail: its copies share it);
-- a second copy of an e-mail was sent only across a SIGKILL of a notification worker (the
-  window between the send and its record), and the copies are counted;
+- each second copy of an e-mail is explained by a blow of its own that left that very
+  e-mail sent and not recorded, as the evidence shows (a notification worker killed while
+  its log shows the send open, Postgres stopped under an open send, the provider dropping
+  the connection after taking that e-mail): one duplicate per blow at most;
 - the dead-letter queues hold the deliberately poisoned messages and nothing else;
 - stock = initial - sold + released, for every product;
 - the outboxes have drained."""
@@ -19,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import email
 import email.policy
-import itertools
 import uuid
 from collections import Counter
 from collections.abc import Iterable
@@ -37,25 +41,31 @@ if TYPE_CHECKING:  # the monkey reads the outbox with this module's unsent()
 CONFIRMATION: Final = "order_confirmation"
 RECEIPT: Final = "payment_receipt"
 CANCELLATION: Final = "order_cancellation"
-EXPECTED_STATUS: Final = {"pay": "paid", "cancel": "cancelled", "wrong_amount": "pending"}
-EXPECTED_PAYMENT: Final = {"pay": "paid", "cancel": "expired", "wrong_amount": "pending"}
-"""A wrong amount leaves the payment pending (and flagged): the right one may still come."""
+REVERSAL: Final = "payment_reversal"
+EXPECTED_STATUS: Final = {
+    "pay": "paid",
+    "cancel": "cancelled",
+    "wrong_amount": "cancelled",
+    "expire": "cancelled",
+    "late": "cancelled",
+}
+EXPECTED_PAYMENT: Final = {
+    "pay": "paid",
+    "cancel": "expired",
+    "wrong_amount": "expired",
+    "expire": "expired",
+    "late": "refunded",
+}
+"""A wrong amount leaves the payment pending (and flagged) until its window closes: it then
+expires like an unpaid one, the money taken left for a person. A payment after the window
+is refunded."""
 EXPECTED_EMAILS: Final = {
     "pay": {CONFIRMATION, RECEIPT},
     "cancel": {CONFIRMATION, CANCELLATION},
-    "wrong_amount": {CONFIRMATION},
+    "wrong_amount": {CONFIRMATION, CANCELLATION},
+    "expire": {CONFIRMATION, CANCELLATION},
+    "late": {CONFIRMATION, CANCELLATION, REVERSAL},
 }
-FIRST_COPY_WINDOW: Final = {
-    # An e-mail sent, its mark lost with the worker: sent in the moment before the kill.
-    "e-mail sent, not marked": (5.0, 1.0),
-    # A message published, its row left unmarked with the relay: the first copy's e-mail
-    # goes out as the consumers reach it, which can be a while behind a backlog.
-    "relay published, not marked": (5.0, 60.0),
-}
-"""Seconds before and after a SIGKILL in which the first copy of a duplicate e-mail may
-have gone out, by what was killed; the second copy always comes after the kill."""
-MTIME_SLACK: Final = 0.5
-"""The sink's file times and this process's clock, read a moment apart."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,19 @@ class SentMail:
     received_at: float
     """When the sink wrote it (the file's modification time)."""
     message_id: str
+
+
+@dataclass(frozen=True)
+class SendBlow:
+    """A blow that may leave an e-mail sent and not recorded, with its evidence: the
+    e-mails it found being sent (by the local part of their Message-ID)."""
+
+    what: str
+    """``notification worker killed``, ``database restarted``, ``provider dropped its reply``."""
+    target: str
+    at: float
+    """Wall-clock time."""
+    open_sends: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -94,6 +117,8 @@ class Reading:
     unsent: dict[str, int] = field(default_factory=dict)
     mails: list[SentMail] = field(default_factory=list)
     dead_letters: list[DeadLetter] = field(default_factory=list)
+    refunds: dict[uuid.UUID, list[int]] = field(default_factory=dict)
+    """The amounts the gateway's ledger lists as refunded, by order (orders it charged)."""
 
 
 @dataclass(frozen=True)
@@ -196,8 +221,8 @@ class Expectations:
     orders: list[PlannedOrder]
     initial_stock: dict[str, int]
     poison: Poison
-    send_kills: list[tuple[str, float]]
-    """The SIGKILLs that may have come between a send and its mark (``ChaosLog``)."""
+    send_blows: list[SendBlow]
+    """The blows that may have come between a send and its mark, with their evidence."""
 
     @property
     def placed(self) -> dict[uuid.UUID, PlannedOrder]:
@@ -278,6 +303,20 @@ def check(reading: Reading, expectations: Expectations) -> list[Invariant]:
         )
     )
 
+    late = {i for i, o in placed.items() if o.plan == "late"}
+    refunds = [
+        f"{o.number}: refunded {reading.refunds.get(i, [])} (planned {o.plan})"
+        for i, o in placed.items()
+        if reading.refunds.get(i, []) != ([o.due.amount] if i in late and o.due else [])
+    ]
+    results.append(
+        _holds(
+            "each late payment refunded once, in full, at the gateway; nothing else",
+            f"{len(late)} refunds",
+            refunds,
+        )
+    )
+
     mails = []
     for i, o in placed.items():
         recorded = reading.notifications.get(i, Counter())
@@ -304,7 +343,7 @@ def check(reading: Reading, expectations: Expectations) -> list[Invariant]:
             f"{len(in_sink)} in the sink" if not unsent_records + unrecorded else None,
         )
     )
-    results.append(_duplicates(reading.mails, expectations.send_kills))
+    results.append(_duplicates(reading.mails, expectations.send_blows))
     results.append(check_dead_letters(reading, expectations))
 
     released = Counter[str]()
@@ -335,42 +374,55 @@ def check(reading: Reading, expectations: Expectations) -> list[Invariant]:
     return results
 
 
-def _duplicates(mails: list[SentMail], kills: list[tuple[str, float]]) -> Invariant:
-    """Second copies of an e-mail, each explained by a SIGKILL between a send and its mark:
-    the first copy went out around the kill (the send whose mark died with it), the second
-    after it (the redelivery)."""
-    by_subject: dict[str, list[float]] = {}
-    for mail in mails:
-        by_subject.setdefault(mail.subject, []).append(mail.received_at)
-    causes = Counter[str]()
-    outside = []
-    for subject, times in by_subject.items():
-        times.sort()
-        for first, again in itertools.pairwise(times):
-            cause = next(
-                (
-                    what
-                    for what, killed in kills
-                    if killed - FIRST_COPY_WINDOW[what][0]
-                    <= first
-                    <= killed + FIRST_COPY_WINDOW[what][1]
-                    and again >= killed - MTIME_SLACK
-                ),
-                None,
-            )
-            if cause is None:
-                outside.append(f"{subject!r}: again {again - first:.1f} s later, no kill around")
-            else:
-                causes[cause] += 1
+def local_part(message_id: str) -> str:
+    """``order_confirmation.<order id>`` of ``<order_confirmation.<order id>@shop.example>``."""
+    return message_id.strip().strip("<>").rpartition("@")[0]
+
+
+def _duplicates(mails: list[SentMail], blows: list[SendBlow]) -> Invariant:
+    """Every copy of an e-mail beyond its first, each matched to a blow of its own whose
+    evidence shows that very e-mail being sent when it landed (a matching: one duplicate per
+    blow at most, however many sends a blow found open)."""
+    copies = Counter(mail.message_id for mail in mails)
+    duplicates = [message_id for message_id, n in sorted(copies.items()) for _ in range(n - 1)]
+    matched = _match(duplicates, blows)
+    causes = Counter(blows[b].what for b in matched.values())
+    unexplained = [
+        f"{duplicates[d]}: a copy that no blow found being sent"
+        for d in range(len(duplicates))
+        if d not in matched
+    ]
     found = ", ".join(f"{n} ({cause})" for cause, n in sorted(causes.items())) or "none"
     return Invariant(
-        "a duplicate e-mail only across a kill between send and mark",
-        f"each explained by one of {len(kills)} such kill(s)",
-        f"{sum(causes.values()) + len(outside)} duplicate(s): {found}",
-        not outside,
-        tuple(outside[:5]),
+        "each duplicate e-mail explained by a blow of its own",
+        f"≤ 1 per blow found sending it, of {len(blows)} such blow(s)",
+        f"{len(duplicates)} duplicate(s): {found}",
+        not unexplained,
+        tuple(unexplained[:5]),
         awaits_drain=False,
     )
+
+
+def _match(duplicates: list[str], blows: list[SendBlow]) -> dict[int, int]:
+    """A largest matching of duplicates to blows that found their e-mail being sent
+    (augmenting paths: a blow taken by one duplicate is handed over if that one has
+    another): duplicate index → blow index."""
+    owner: dict[int, int] = {}  # blow → duplicate
+
+    def place(duplicate: int, seen: set[int]) -> bool:
+        wanted = local_part(duplicates[duplicate])
+        for b, blow in enumerate(blows):
+            if b in seen or wanted not in blow.open_sends:
+                continue
+            seen.add(b)
+            if b not in owner or place(owner[b], seen):
+                owner[b] = duplicate
+                return True
+        return False
+
+    for duplicate in range(len(duplicates)):
+        place(duplicate, set())
+    return {duplicate: blow for blow, duplicate in owner.items()}
 
 
 def check_dead_letters(reading: Reading, expectations: Expectations) -> Invariant:
@@ -420,10 +472,56 @@ def table(invariants: list[Invariant], figures: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
+DATABASE_START_SLACK: Final = 5.0
+"""How long Postgres may take to start again and accept connections, beside its down time."""
+
+
+UNAVAILABLE_AFTER: Final = 10.0
+"""How long after Postgres is back an API may still answer 503: its pool drops the dead
+connections as it meets them."""
+
+
+def _unavailable_only_while_away(log: ChaosLog, figures: LoadFigures) -> Invariant:
+    away = log.database_away
+    wrong = [
+        f"{api}: 503 at {at:.1f}"
+        for api, at in figures.unavailable
+        if away is None or not away[0] <= at <= away[1] + UNAVAILABLE_AFTER
+    ]
+    return Invariant(
+        "a 503 only while Postgres was away (a moment after it too)",
+        "none outside",
+        f"{len(figures.unavailable)} 503(s), {len(wrong)} outside",
+        not wrong,
+        tuple(wrong[:5]),
+        awaits_drain=False,
+    )
+
+
+def _hung_sends_retried(log: ChaosLog, reading: Reading) -> Invariant:
+    hung = set(log.hung_sends)
+    in_sink = {mail.message_id for mail in reading.mails}
+    wrong = [f"{message_id}: never sent after the hang" for message_id in sorted(hung - in_sink)]
+    if not hung:
+        wrong.append("the provider hung on no message")
+    if log.handler_timeouts < len(hung):
+        wrong.append(f"{log.handler_timeouts} handler timeout(s) for {len(hung)} hung send(s)")
+    return Invariant(
+        "each send the provider hung on timed out, then went",
+        "≥ 1 hung, each timed out and sent",
+        f"{len(hung)} hung, {log.handler_timeouts} timed out",
+        not wrong,
+        tuple(wrong[:5]),
+        awaits_drain=False,
+    )
+
+
 def blows_landed(log: ChaosLog, figures: LoadFigures, reading: Reading) -> list[Invariant]:
-    """The chaos did what it says, and the APIs took it: each API died with a request under
+    """The chaos did what it says, and the shop took it: each API died with a request under
     way, and a live one never answered 5xx; each worker asked to stop drained and exited 0,
-    none crashed by itself, and the frozen broker held the outbox back until it thawed."""
+    none crashed by itself (Postgres' restart included); the frozen broker held the outbox
+    back until it thawed; each e-mail the provider hung on was given up at its handler's
+    timeout and sent after; the provider did drop a reply after taking an e-mail."""
     uncut = [f"{api}: killed with no request under way" for api, cut in log.api_kills if not cut]
     sigterms = [f"{name} exited {code}" for name, code in log.sigterm_exits if code != 0]
     backlog = (
@@ -440,7 +538,7 @@ def blows_landed(log: ChaosLog, figures: LoadFigures, reading: Reading) -> list[
             awaits_drain=False,
         ),
         Invariant(
-            "no API answered 5xx (a killed one's cut requests aside)",
+            "no API answered 5xx but 503 (a killed one's cut requests aside)",
             "0",
             str(len(figures.server_errors)),
             not figures.server_errors,
@@ -461,6 +559,22 @@ def blows_landed(log: ChaosLog, figures: LoadFigures, reading: Reading) -> list[
             str(sum(log.self_exits.values())),
             not log.self_exits,
             tuple(f"{name} x{n}" for name, n in log.self_exits.items()),
+            awaits_drain=False,
+        ),
+        _unavailable_only_while_away(log, figures),
+        Invariant(
+            "Postgres was down 5-10 s (and every process reconnected: none exited)",
+            "5-10 s",
+            f"{log.database_down:.1f} s",
+            5 <= log.database_down <= 10 + DATABASE_START_SLACK,
+            awaits_drain=False,
+        ),
+        _hung_sends_retried(log, reading),
+        Invariant(
+            "the provider dropped its reply after taking an e-mail",
+            "≥ 1",
+            str(log.provider_mishaps["dropped reply"]),
+            log.provider_mishaps["dropped reply"] >= 1,
             awaits_drain=False,
         ),
         Invariant(

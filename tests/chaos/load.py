@@ -1,8 +1,9 @@
 """The traffic the chaos suite puts through the shop while it is under fire, as a frontend
 and customers paying at the development payment gateway would send it: orders placed at a
 steady rate, most of them paid (in the shop's format or Midtrans', some notifications sent
-twice), a few cancelled by their customer, a few paid the wrong amount (deliberate poison:
-their payments go to the dead-letter queue).
+twice), a few cancelled by their customer, a few never paid (they expire), a few paid only
+after their window closed (the money is refunded), a few paid the wrong amount (deliberate
+poison: their payments go to the dead-letter queue, and their orders expire).
 
 A request that dies with the process answering it (the suite kills APIs mid-request)
 is sent again as a client would: a checkout with the same ``Idempotency-Key``, a webhook
@@ -20,15 +21,17 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+import asyncpg
 import httpx
 
 from shop.ops.databases import connected
+from shop.ops.errors import OpsError
 from shop.ops.payments import PaymentDue
 from shop.ops.settings import PAYMENT_SERVICE, OpsSettings
 from shop.ops.tokens import customer_token
 from shop.simulators import gateway
 
-Plan = Literal["pay", "cancel", "wrong_amount"]
+Plan = Literal["pay", "cancel", "wrong_amount", "expire", "late"]
 SKUS: Final = (
     "CLEANSER-GEL-150", "SERUM-NIA-30", "SUN-SPF50-50", "MOIST-GEL-50", "TONER-HA-150",
     "LIP-BALM-10",
@@ -77,15 +80,20 @@ class LoadFigures:
     refused: Counter[str] = field(default_factory=Counter)
     """Tries that found no API listening (it was down), by API."""
     server_errors: list[str] = field(default_factory=list)
-    """Answers with a 5xx status (``api: status body``): a live API never gives one."""
+    """Answers with a 5xx status (``api: status body``) other than a 503: a live API never
+    gives one."""
+    unavailable: list[tuple[str, float]] = field(default_factory=list)
+    """503s (an API whose database is away says to send again), by API and wall-clock time."""
     in_flight: Counter[str] = field(default_factory=Counter)
 
 
 def plan_orders(
     count: int, settings: OpsSettings, *, wrong_amounts: int, seed: int
 ) -> list[PlannedOrder]:
-    """``count`` orders: ``wrong_amounts`` of them paid wrong, one in twelve cancelled, the
-    rest paid; half in Midtrans' format, one in five of their notifications sent twice."""
+    """``count`` orders: ``wrong_amounts`` of them paid wrong, of the rest one in twelve
+    cancelled, one in twenty-five never paid and one in twenty-five paid after its window,
+    the others paid; half in Midtrans' format, one in five of their notifications sent
+    twice."""
     chooser = random.Random(seed)
     run = uuid.uuid4().hex[:6]
     tokens = [
@@ -96,8 +104,8 @@ def plan_orders(
     orders = []
     for index in range(count):
         plan: Plan = "wrong_amount" if index in wrong else "pay"
-        if plan == "pay" and chooser.random() < 1 / 12:
-            plan = "cancel"
+        if plan == "pay":
+            plan = _unless_otherwise(chooser.random())
         skus = chooser.sample(SKUS, chooser.choice((1, 1, 2)))
         orders.append(
             PlannedOrder(
@@ -112,6 +120,14 @@ def plan_orders(
     return orders
 
 
+def _unless_otherwise(draw: float) -> Plan:
+    for plan, share in (("cancel", 1 / 12), ("expire", 1 / 25), ("late", 1 / 25)):
+        if draw < share:
+            return plan  # type: ignore[return-value]
+        draw -= share
+    return "pay"
+
+
 class Load:
     """Runs the planned orders at ``rate`` checkouts a second, each to its end."""
 
@@ -121,6 +137,7 @@ class Load:
         self.rate = rate
         self.figures = LoadFigures()
         self._opened: dict[uuid.UUID, asyncio.Future[PaymentDue]] = {}
+        self._expired: dict[uuid.UUID, asyncio.Future[None]] = {}
         self._launched = 0
         self._ended = False
 
@@ -167,12 +184,15 @@ class Load:
 
     async def _customer(self, order: PlannedOrder, shop: httpx.AsyncClient) -> None:
         await self._checkout(order, shop)
+        assert order.id is not None
         if order.plan == "cancel":
             await self._cancel(order, shop)
-        else:
-            assert order.id is not None
-            opened = self._opened.setdefault(order.id, asyncio.get_running_loop().create_future())
-            order.due = await opened
+        elif order.plan != "expire":  # an order never paid only waits for its deadline
+            loop = asyncio.get_running_loop()
+            order.due = await self._opened.setdefault(order.id, loop.create_future())
+            if order.plan == "late":
+                # The customer pays once the shop has given up on the order.
+                await self._expired.setdefault(order.id, loop.create_future())
             await self._pay(order)
         order.settled = True
 
@@ -256,6 +276,8 @@ class Load:
             # the request that the kill cut (the gateway call was under way).
             if answer.status == gateway.UNDELIVERED:
                 self.figures.cut[api] += 1
+            elif answer.status == 503:
+                self.figures.unavailable.append((api, time.time()))
             elif answer.status >= 500:
                 self.figures.server_errors.append(f"{api}: {answer.status} {answer.body[:200]}")
 
@@ -263,7 +285,8 @@ class Load:
         self, api: str, send: Callable[[], Awaitable[httpx.Response]]
     ) -> httpx.Response:
         """Send until the API answers other than 5xx, as a client retrying a request whose
-        server died under it (every request here is safe to repeat)."""
+        server died under it, or that was told to send it again (a 503 with Retry-After):
+        every request here is safe to repeat."""
         deadline = time.monotonic() + _GIVE_UP_AFTER
         while True:
             self.figures.requests[api] += 1
@@ -280,7 +303,9 @@ class Load:
                 self.figures.in_flight[api] -= 1
             if reply is not None and reply.status_code < 500:
                 return reply
-            if reply is not None:
+            if reply is not None and reply.status_code == 503 and "retry-after" in reply.headers:
+                self.figures.unavailable.append((api, time.time()))
+            elif reply is not None:
                 self.figures.server_errors.append(f"{api}: {reply.status_code} {reply.text[:200]}")
             if time.monotonic() > deadline:
                 raise AssertionError(f"{api} gave no answer for {_GIVE_UP_AFTER:g} s")
@@ -289,17 +314,34 @@ class Load:
     # -- payment-service opens each order's payment once its OrderCreated arrives ------
 
     async def _watch_payments_open(self) -> None:
-        async with connected(self.settings, PAYMENT_SERVICE) as payments_db:
-            while True:
-                waiting = [i for i, opened in self._opened.items() if not opened.done()]
-                if waiting:
-                    for row in await payments_db.fetch(
-                        "SELECT order_id, order_number, amount, currency, status FROM payments "
-                        "WHERE order_id = ANY($1::uuid[])",
-                        waiting,
-                    ):
-                        self._opened[row["order_id"]].set_result(_due(row))
-                await asyncio.sleep(0.25)
+        """Tell each customer waiting for it that its payment opened (or expired), through
+        a Postgres restart (connected again, as any client would)."""
+        while True:
+            try:
+                async with connected(self.settings, PAYMENT_SERVICE) as payments_db:
+                    while True:
+                        await self._tell_the_waiting(payments_db)
+                        await asyncio.sleep(0.25)
+            except (OpsError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+                await asyncio.sleep(0.5)
+
+    async def _tell_the_waiting(self, payments_db: asyncpg.Connection) -> None:
+        waiting = [i for i, opened in self._opened.items() if not opened.done()]
+        if waiting:
+            for row in await payments_db.fetch(
+                "SELECT order_id, order_number, amount, currency, status FROM payments "
+                "WHERE order_id = ANY($1::uuid[])",
+                waiting,
+            ):
+                self._opened[row["order_id"]].set_result(_due(row))
+        waiting = [i for i, expired in self._expired.items() if not expired.done()]
+        if waiting:
+            for row in await payments_db.fetch(
+                "SELECT order_id FROM payments "
+                "WHERE order_id = ANY($1::uuid[]) AND status = 'expired'",
+                waiting,
+            ):
+                self._expired[row["order_id"]].set_result(None)
 
 
 def _due(row: Any) -> PaymentDue:

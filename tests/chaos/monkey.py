@@ -1,8 +1,10 @@
 """What goes wrong while the load runs, one blow at a time: a worker or the leading relay
 killed (SIGKILL) or stopped (SIGTERM), an API killed while a request is in flight, the
-broker frozen (SIGSTOP, then SIGCONT). Every ended replica is started again after a moment,
-as an orchestrator restarts a pod; a replica that exits by itself (a worker that gives up
-on a broker that stopped answering) is restarted the same way, and counted."""
+broker frozen (SIGSTOP, then SIGCONT), Postgres stopped and started again, the e-mail
+provider hanging on a message or dropping the line after taking one. Every ended replica is
+started again after a moment, as an orchestrator restarts a pod; a replica that exits by
+itself (a worker that gives up on a broker that stopped answering) is restarted the same
+way, and counted."""
 
 from __future__ import annotations
 
@@ -13,21 +15,26 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 import asyncpg
 
+from shop.simulators.mail import ProviderFaults, ProviderJournal
+
+from .evidence import BlowSite, LogSlice
 from .invariants import unsent
 from .load import LoadFigures
 from .shop import API_KINDS, RELAY_KINDS, WORKER_KINDS, ChaosShop, Replica
 
-SEND_KINDS: Final = {
-    "notification-worker": "e-mail sent, not marked",
-    "order-worker": "relay published, not marked",
-}
+SENDER_KIND: Final = "notification-worker"
+"""The kind whose SIGKILL may come between an e-mail's send and its record."""
 RESTART_AFTER: Final = 1.0
 """How long a killed replica stays down: an orchestrator's restart, roughly."""
+DATABASE_DOWN: Final = 7.0
+"""How long Postgres stays stopped: a restart, or a failover, as a process sees it."""
+PROVIDER_MISHAP_WITHIN: Final = 30.0
+"""How long the provider is left misbehaving for the mishap to meet a message."""
 
 
 @dataclass(frozen=True)
@@ -50,11 +57,19 @@ class ChaosLog:
     """Each API killed mid-request, and how many requests died with it."""
     sigterm_exits: list[tuple[str, int | None]] = field(default_factory=list)
     """Each replica stopped with SIGTERM and its exit code (0: it drained and stopped)."""
-    send_kills: list[tuple[str, float]] = field(default_factory=list)
-    """SIGKILLs (what, wall-clock time) that may come between a send and its mark: of a
-    notification worker (an e-mail sent, not yet recorded) or of order-service's worker (a
-    relay's message published, its row not yet marked: sent again, it may race the first
-    copy to another consumer on SQS). Only these may explain a second copy of an e-mail."""
+    send_sites: list[BlowSite] = field(default_factory=list)
+    """Blows that may come between an e-mail's send and its record (a notification worker
+    killed, Postgres stopped), with the logs to read what they interrupted: only these and
+    the provider's dropped replies may explain a second copy of an e-mail."""
+    database_down: float = 0.0
+    database_away: tuple[float, float] | None = None
+    """When Postgres was stopped and when it took connections again (wall-clock times)."""
+    provider_mishaps: Counter[str] = field(default_factory=Counter)
+    """What the provider did on purpose (``hung``, ``dropped reply``), as its journal says."""
+    hung_sends: list[str] = field(default_factory=list)
+    """The Message-IDs of the e-mails the provider hung on."""
+    handler_timeouts: int = 0
+    """Deliveries the notification workers gave up at their handler's timeout."""
 
     @property
     def kills(self) -> int:
@@ -67,7 +82,8 @@ class ChaosLog:
 def schedule(kills: int, seed: int) -> list[str]:
     """The blows of a run, in order: ``kills`` SIGKILLs that reach every kind (each worker
     kind, the leading relay of each service that sends, each API mid-request) before any
-    repeats, a SIGTERM after every fourth kill, and one broker freeze half way."""
+    repeats, a SIGTERM after every fourth kill, one broker freeze half way, one Postgres
+    restart, the provider hanging on a message, and dropping the line after taking one."""
     chooser = random.Random(seed)
     kinds = [
         *(f"kill -9 {kind}" for kind in WORKER_KINDS),
@@ -80,6 +96,9 @@ def schedule(kills: int, seed: int) -> list[str]:
         if position % 4 == 0:
             blows.insert(position, f"sigterm {chooser.choice(WORKER_KINDS)}")
     blows.insert(len(blows) // 2, "freeze broker")
+    blows.insert(len(blows) // 4, "provider hangs")
+    blows.insert(len(blows) * 3 // 4, "restart postgres")
+    blows.insert(len(blows) * 5 // 6, "provider drops a reply")
     return blows
 
 
@@ -91,9 +110,11 @@ class Monkey:
         order_database_url: str,
         *,
         freeze_seconds: float,
+        email_faults: ProviderFaults,
         seed: int,
     ) -> None:
         self.shop = shop
+        self.email_faults = email_faults
         self.figures = figures
         self.order_database_url = order_database_url
         self.freeze_seconds = freeze_seconds
@@ -128,11 +149,19 @@ class Monkey:
             await asyncio.gather(*self._tasks, return_exceptions=True)
 
     async def _deal(self, blow: str) -> None:
-        if blow == "freeze broker":
-            # Every SIGTERM's drain done first: a frozen broker would hold it up past its
-            # timeout, and the run would blame the drain.
+        if blow in {"freeze broker", "restart postgres"}:
+            # Every SIGTERM's drain done first: a frozen broker (or a database away) would
+            # hold it up past its timeout, and the run would blame the drain.
             await asyncio.gather(*self._tasks)
-            await self._freeze()
+            await (self._freeze() if blow == "freeze broker" else self._restart_database())
+            return
+        if blow == "provider hangs":
+            await self._provider_mishap("hung", replace(self.email_faults, hang_rate=1.0))
+            return
+        if blow == "provider drops a reply":
+            await self._provider_mishap(
+                "dropped reply", replace(self.email_faults, drop_reply_rate=1.0)
+            )
             return
         verb, _, rest = blow.partition(" ")
         if verb == "sigterm":
@@ -204,10 +233,13 @@ class Monkey:
         """SIGKILL, and note it where it may come between a send and its mark (not when the
         replica had exited by itself since it was chosen: it was dead already)."""
         was_running, killed_at = replica.running(), time.time()
+        life = LogSlice(replica.log_path, replica.life_offset)
         await asyncio.to_thread(self.shop.end, replica, signal.SIGKILL, within=10)
         assert not replica.running(), f"{replica.name} outlived its SIGKILL"
-        if was_running and replica.kind in SEND_KINDS:
-            self.log.send_kills.append((SEND_KINDS[replica.kind], killed_at))
+        if was_running and replica.kind == SENDER_KIND:
+            self.log.send_sites.append(
+                BlowSite("notification worker killed", replica.name, killed_at, (life,))
+            )
 
     async def _stop_then_start(self, replica: Replica) -> None:
         code = await asyncio.to_thread(self.shop.end, replica, signal.SIGTERM, within=60)
@@ -251,6 +283,38 @@ class Monkey:
                 self.log.freeze_seconds = time.monotonic() - frozen_at
         finally:
             await connection.close()
+
+    async def _restart_database(self) -> None:
+        """Postgres stopped (every connection cut) and started again on its port and data
+        after a while: pools, the relays' LISTEN and the inboxes must reconnect by
+        themselves, and no process may exit for it."""
+        senders = tuple(LogSlice(r.log_path, r.life_offset) for r in self.shop.of_kind(SENDER_KIND))
+        stopped_at = time.time()
+        began = time.monotonic()
+        await asyncio.to_thread(self.shop.stop_database)
+        self._note("restart postgres", "postgres", f"{DATABASE_DOWN:g} s down")
+        self.log.send_sites.append(BlowSite("database restarted", "postgres", stopped_at, senders))
+        try:
+            await asyncio.sleep(DATABASE_DOWN)
+        finally:
+            await asyncio.to_thread(self.shop.start_database)
+            self.log.database_down = time.monotonic() - began
+            self.log.database_away = (stopped_at, time.time())
+
+    async def _provider_mishap(self, what: str, faults: ProviderFaults) -> None:
+        """The provider misbehaves (``faults``) until it has done ``what`` to a message
+        (its journal says so), then goes back to its usual faults."""
+        journal = ProviderJournal(self.shop.mail_dir)
+        before = sum(entry.what == what for entry in journal.read())
+        faults.write(self.shop.mail_dir)
+        deadline = time.monotonic() + PROVIDER_MISHAP_WITHIN
+        try:
+            while sum(e.what == what for e in journal.read()) == before:
+                assert time.monotonic() < deadline, f"no message met the provider's {what}"
+                await asyncio.sleep(0.05)
+        finally:
+            self.email_faults.write(self.shop.mail_dir)
+        self._note(f"provider {what}", "smtp")
 
     async def _keep_replicas_up(self) -> None:
         """Restart a replica that exited by itself (one no blow is busy with)."""

@@ -51,11 +51,14 @@ class Replica:
     log_path: Path
     process: ManagedProcess = field(init=False)
     starts: int = 0
+    life_offset: int = 0
+    """Where the log of its current life begins (each start appends to the same file)."""
 
     def __post_init__(self) -> None:
         self.process = ManagedProcess(self.name, self.argv, self.log_path, env=self.env)
 
     def start(self) -> None:
+        self.life_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.process.start()
         self.starts += 1
 
@@ -141,6 +144,8 @@ class ChaosShop:
     def stop(self) -> None:
         if self._frozen:
             self.thaw_broker()
+        if not self.devstack.part_running("postgres"):
+            self.start_database()  # stopped by a blow that failed half way: to drain
         for replica in self.replicas:
             replica.process.stop(timeout=30)
         self.devstack.stop()
@@ -167,6 +172,14 @@ class ChaosShop:
     def thaw_broker(self) -> None:
         self.devstack_process("kafka" if self.transport == "kafka" else "aws", signal.SIGCONT)
         self._frozen = False
+
+    def stop_database(self) -> None:
+        """Stop Postgres (a fast shutdown: its sessions end, every connection drops)."""
+        self.devstack.stop_part("postgres")
+
+    def start_database(self) -> None:
+        """Start Postgres again, on its port and data: every process must reconnect."""
+        self.devstack.start_part("postgres")
 
     def devstack_process(self, part: str, signum: signal.Signals) -> None:
         pid = self.devstack.pid_of(part)

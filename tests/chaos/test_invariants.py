@@ -4,26 +4,36 @@ that broke its promise in one way, and must say so (and hold on the same shop un
 from __future__ import annotations
 
 import dataclasses
+import json
 import uuid
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from shop.ops.payments import PaymentDue
 from shop.simulators.gateway import Format
+from shop.simulators.mail import ProviderJournal
 
+from .evidence import LogSlice, dropped_replies, open_sends
 from .invariants import (
     CANCELLATION,
     CONFIRMATION,
+    EXPECTED_EMAILS,
+    EXPECTED_PAYMENT,
+    EXPECTED_STATUS,
     RECEIPT,
     DeadLetter,
     Expectations,
     Invariant,
     Poison,
     Reading,
+    SendBlow,
     SentMail,
     blows_landed,
     check,
+    local_part,
     sink_mails,
 )
 from .load import LoadFigures, Plan, PlannedOrder
@@ -41,35 +51,36 @@ def planned(index: int, plan: Plan) -> PlannedOrder:
 
 
 def a_shop_that_kept_its_promises() -> tuple[Reading, Expectations]:
-    paid, cancelled, wrong = planned(1, "pay"), planned(2, "cancel"), planned(3, "wrong_amount")
-    orders = [paid, cancelled, wrong]
+    orders = [
+        planned(n, plan)
+        for n, plan in enumerate(("pay", "cancel", "wrong_amount", "expire", "late"), start=1)
+    ]
+    paid, _, wrong, _, _ = orders
     reading = Reading()
-    for order, status, mails in (
-        (paid, "paid", [CONFIRMATION, RECEIPT]),
-        (cancelled, "cancelled", [CONFIRMATION, CANCELLATION]),
-        (wrong, "pending", [CONFIRMATION]),
-    ):
+    for order in orders:
         assert order.id is not None
         assert order.number is not None
-        reading.statuses[order.id] = status
+        mails = sorted(EXPECTED_EMAILS[order.plan])
+        reading.statuses[order.id] = EXPECTED_STATUS[order.plan]
         reading.numbers[order.id] = order.number
         reading.lines[order.id] = list(order.lines)
         reading.notifications[order.id] = Counter(mails)
-        reading.payment_status[order.id] = {"paid": "paid", "cancelled": "expired"}.get(
-            status, "pending"
-        )
+        reading.payment_status[order.id] = EXPECTED_PAYMENT[order.plan]
         ids = [f"<{kind}.{order.id}@shop.example>" for kind in mails]
         reading.mails += [
             SentMail(f"{kind} {order.number}", 100.0, message_id)
             for kind, message_id in zip(mails, ids, strict=True)
         ]
         reading.recorded_message_ids |= set(ids)
+        if order.plan in {"pay", "late", "wrong_amount"}:
+            order.due = PaymentDue(order.id, order.number, 178000, "IDR", "pending")
+            reading.refunds[order.id] = [178000] if order.plan == "late" else []
     assert paid.id is not None
     assert wrong.id is not None
     reading.paid_transitions[paid.id] = 1
     reading.payments_applied[paid.id] = 1
-    # 100 at the start; 3 orders of 2 taken, the cancelled order's 2 released.
-    reading.stock = {"SERUM-NIA-30": 96}
+    # 100 at the start; 5 orders of 2 taken, the 4 cancelled orders' 8 released.
+    reading.stock = {"SERUM-NIA-30": 98}
     reading.unsent = {"order-service": 0, "payment-service": 0}
     reading.dead_letters = [
         DeadLetter("notification-service", None, "garbage-0", GARBAGE, "undecodable"),
@@ -169,49 +180,92 @@ def test_a_missing_email_is_caught(missing: str) -> None:
     broken("e-mails recorded exactly once each", check(reading, expectations))
 
 
-def test_a_second_email_with_no_kill_between_is_caught() -> None:
-    reading, expectations = a_shop_that_kept_its_promises()
-    reading.mails.append(dataclasses.replace(reading.mails[0], received_at=130.0))
-    broken("a duplicate e-mail only across a kill", check(reading, expectations))
+def killed_sending(*message_ids: str, what: str = "notification worker killed") -> SendBlow:
+    return SendBlow(what, "notification-worker-1", 101.0, frozenset(map(local_part, message_ids)))
 
 
-def test_a_second_email_across_a_kill_between_send_and_mark_is_allowed_and_counted() -> None:
+def test_a_second_email_no_blow_found_being_sent_is_caught() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
     reading.mails.append(dataclasses.replace(reading.mails[0], received_at=130.0))
-    expectations.send_kills.append(("e-mail sent, not marked", 101.0))
+    broken("each duplicate e-mail explained by a blow of its own", check(reading, expectations))
+
+
+def test_a_second_email_a_kill_found_being_sent_is_allowed_and_counted() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.mails.append(dataclasses.replace(reading.mails[0], received_at=130.0))
+    expectations.send_blows.append(killed_sending(reading.mails[0].message_id))
     [duplicates] = [i for i in check(reading, expectations) if "duplicate" in i.claim]
     assert duplicates.holds
-    assert duplicates.found == "1 duplicate(s): 1 (e-mail sent, not marked)"
+    assert duplicates.found == "1 duplicate(s): 1 (notification worker killed)"
 
 
-def test_a_second_email_sent_before_the_kill_is_caught() -> None:
+def test_two_extra_copies_behind_one_blow_are_caught() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
-    reading.mails.append(
-        dataclasses.replace(reading.mails[0], received_at=100.5)
-    )  # the first at 100 s
-    expectations.send_kills.append(("e-mail sent, not marked", 103.0))
-    broken("a duplicate e-mail only across a kill", check(reading, expectations))
+    first = reading.mails[0]
+    reading.mails += [dataclasses.replace(first, received_at=t) for t in (130.0, 140.0)]
+    expectations.send_blows.append(killed_sending(first.message_id))
+    broken("each duplicate e-mail explained by a blow of its own", check(reading, expectations))
 
 
-def test_a_first_email_long_after_a_notification_workers_kill_is_caught() -> None:
-    reading, expectations = a_shop_that_kept_its_promises()
-    reading.mails.append(dataclasses.replace(reading.mails[0], received_at=130.0))
-    expectations.send_kills.append(("e-mail sent, not marked", 91.0))  # 9 s before the first
-    broken("a duplicate e-mail only across a kill", check(reading, expectations))
-
-
-def test_a_duplicate_behind_a_relays_kill_is_allowed_a_while_after_it() -> None:
+def test_a_second_email_behind_a_blow_that_was_sending_another_is_caught() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
     reading.mails.append(dataclasses.replace(reading.mails[0], received_at=130.0))
-    expectations.send_kills.append(("relay published, not marked", 80.0))  # 20 s before
-    assert all(i.holds for i in check(reading, expectations))
+    expectations.send_blows.append(killed_sending(reading.mails[1].message_id))
+    broken("each duplicate e-mail explained by a blow of its own", check(reading, expectations))
 
 
-def test_a_second_email_long_after_an_unrelated_kill_is_caught() -> None:
+def test_each_duplicate_finds_its_own_blow_when_blows_overlap() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
-    reading.mails.append(dataclasses.replace(reading.mails[0], received_at=300.0))
-    expectations.send_kills.append(("e-mail sent, not marked", 250.0))  # 150 s after the first
-    broken("a duplicate e-mail only across a kill", check(reading, expectations))
+    a, b = reading.mails[0], reading.mails[1]
+    reading.mails += [
+        dataclasses.replace(a, received_at=130.0),
+        dataclasses.replace(b, received_at=131.0),
+    ]
+    # The first blow found both open, the second only b: a matching gives each its own.
+    expectations.send_blows += [
+        killed_sending(a.message_id, b.message_id),
+        killed_sending(b.message_id, what="database restarted"),
+    ]
+    [duplicates] = [i for i in check(reading, expectations) if "duplicate" in i.claim]
+    assert duplicates.holds, duplicates
+
+
+def test_a_reply_the_provider_dropped_explains_one_copy(tmp_path: Path) -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    reading.mails.append(dataclasses.replace(reading.mails[0], received_at=130.0))
+    ProviderJournal(tmp_path).note("dropped reply", reading.mails[0].message_id)
+    ProviderJournal(tmp_path).note("hung", reading.mails[1].message_id)
+    expectations.send_blows += dropped_replies(tmp_path)
+    [duplicates] = [i for i in check(reading, expectations) if "duplicate" in i.claim]
+    assert duplicates.found == "1 duplicate(s): 1 (provider dropped its reply)"
+    assert duplicates.holds
+
+
+def log_line(event: str, at: str, **fields: str) -> str:
+    return json.dumps({"event": event, "timestamp": f"2026-12-05T01:00:{at}Z", **fields})
+
+
+ORDER = "6f1c2a4e-8d3b-4c1a-9e2f-0a1b2c3d4e5f"
+
+
+def test_a_send_with_no_outcome_before_the_blow_is_open_and_others_are_not(tmp_path: Path) -> None:
+    log = tmp_path / "notification-worker-1.log"
+    lives = [
+        log_line("sending e-mail", "00", order_id=ORDER, kind=CONFIRMATION, event_id="e1"),
+        log_line("e-mail sent", "01", order_id=ORDER, kind=CONFIRMATION),
+        log_line("sending e-mail", "02", order_id=ORDER, kind=RECEIPT, event_id="e2"),
+        "not json: a line cut by the kill",
+        log_line("sending e-mail", "03", order_id=ORDER, kind=CANCELLATION, event_id="e3"),
+        json.dumps({"event": "handler failed, will retry", "level": "warning", "event_id": "e3",
+                    "timestamp": "2026-12-05T01:00:04Z"}),
+        log_line("e-mail sent", "09", order_id=ORDER, kind=RECEIPT),  # after the blow
+    ]  # fmt: skip
+    log.write_text("\n".join(lives) + "\n")
+    blow_at = datetime.fromisoformat("2026-12-05T01:00:05Z").timestamp()
+
+    assert open_sends(LogSlice(log, 0), blow_at) == {f"{RECEIPT}.{ORDER}"}
+    # A later life starts where the earlier ended: nothing of the earlier one is read.
+    assert open_sends(LogSlice(log, log.stat().st_size), blow_at) == set()
 
 
 def test_a_dead_letter_nobody_poisoned_is_caught() -> None:
@@ -255,14 +309,21 @@ def test_a_long_message_id_folded_in_the_sinks_file_reads_as_sent(tmp_path: Path
 
 
 def blows_that_landed() -> tuple[ChaosLog, LoadFigures, Reading]:
+    reading, _ = a_shop_that_kept_its_promises()
     log = ChaosLog(
         backlog_before_freeze=0,
         backlog_peak_in_freeze=40,
         api_kills=[("order-api", 2), ("payment-api", 1)],
         sigterm_exits=[("order-worker-1", 0)],
+        database_down=8.2,
+        database_away=(1000.0, 1008.2),
+        hung_sends=[reading.mails[0].message_id],
+        handler_timeouts=1,
     )
-    reading, _ = a_shop_that_kept_its_promises()
-    return log, LoadFigures(), reading
+    log.provider_mishaps.update(["hung", "dropped reply"])
+    figures = LoadFigures()
+    figures.unavailable.append(("order-api", 1009.0))
+    return log, figures, reading
 
 
 def blows_broken(claim: str, log: ChaosLog, figures: LoadFigures, reading: Reading) -> None:
@@ -283,7 +344,9 @@ def test_an_api_killed_with_no_request_under_way_is_caught() -> None:
 def test_a_5xx_from_a_live_api_is_caught() -> None:
     log, figures, reading = blows_that_landed()
     figures.server_errors.append("order-api: 500 Internal Server Error")
-    blows_broken("no API answered 5xx (a killed one's cut requests aside)", log, figures, reading)
+    blows_broken(
+        "no API answered 5xx but 503 (a killed one's cut requests aside)", log, figures, reading
+    )
 
 
 def test_a_worker_that_did_not_exit_0_on_sigterm_is_caught() -> None:
@@ -302,3 +365,74 @@ def test_a_freeze_the_outbox_did_not_feel_is_caught() -> None:
     log, figures, reading = blows_that_landed()
     log.backlog_peak_in_freeze = log.backlog_before_freeze
     blows_broken("the outbox grew while the broker was frozen, then drained", log, figures, reading)
+
+
+def test_a_503_while_postgres_was_up_is_caught() -> None:
+    log, figures, reading = blows_that_landed()
+    figures.unavailable.append(("payment-api", 900.0))
+    blows_broken(
+        "a 503 only while Postgres was away (a moment after it too)", log, figures, reading
+    )
+
+
+def test_a_database_restart_that_did_not_take_postgres_down_is_caught() -> None:
+    log, figures, reading = blows_that_landed()
+    log.database_down = 0.4
+    blows_broken(
+        "Postgres was down 5-10 s (and every process reconnected: none exited)",
+        log,
+        figures,
+        reading,
+    )
+
+
+def test_a_hung_send_never_sent_after_is_caught() -> None:
+    log, figures, reading = blows_that_landed()
+    log.hung_sends.append("<order_confirmation.lost@shop.example>")
+    log.handler_timeouts = 2
+    blows_broken("each send the provider hung on timed out, then went", log, figures, reading)
+
+
+def test_a_hung_send_with_no_handler_timeout_is_caught() -> None:
+    log, figures, reading = blows_that_landed()
+    log.handler_timeouts = 0
+    blows_broken("each send the provider hung on timed out, then went", log, figures, reading)
+
+
+def test_a_provider_that_never_dropped_a_reply_is_caught() -> None:
+    log, figures, reading = blows_that_landed()
+    del log.provider_mishaps["dropped reply"]
+    blows_broken("the provider dropped its reply after taking an e-mail", log, figures, reading)
+
+
+def test_a_late_payment_not_refunded_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    late = expectations.orders[4]
+    assert late.id is not None
+    reading.refunds[late.id] = []
+    broken("each late payment refunded once, in full, at the gateway", check(reading, expectations))
+
+
+def test_a_late_payment_refunded_twice_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    late = expectations.orders[4]
+    assert late.id is not None
+    reading.refunds[late.id] = [178000, 178000]
+    broken("each late payment refunded once, in full, at the gateway", check(reading, expectations))
+
+
+def test_a_paid_order_refunded_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    paid = expectations.orders[0]
+    assert paid.id is not None
+    reading.refunds[paid.id] = [178000]
+    broken("each late payment refunded once, in full, at the gateway", check(reading, expectations))
+
+
+def test_an_unpaid_order_left_pending_past_its_window_is_caught() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    expired = expectations.orders[3]
+    assert expired.id is not None
+    reading.statuses[expired.id] = "pending"
+    reading.payment_status[expired.id] = "pending"
+    broken("each order ends as its payments say", check(reading, expectations))

@@ -253,11 +253,7 @@ class Shop:
 
     def refunds_at_gateway(self, order: Order) -> list[int]:
         """The amounts the gateway's ledger lists as refunded on ``order``'s charge."""
-        charge = self.charge(order)
-        refunds = charge.get("refunds") or [
-            r for r in charge.get("reversals", []) if r.get("kind") == "refund"
-        ]
-        return [int(float(r.get("refund_amount", r.get("amount", 0)))) for r in refunds]
+        return gateway.refunds_of(self.charge(order))
 
     def refund_at_gateway(self, order: Order, amount: int | None = None) -> list[Answer]:
         return asyncio.run(

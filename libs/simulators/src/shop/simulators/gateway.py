@@ -372,6 +372,14 @@ async def notify_again(
     )
 
 
+def refunds_of(charge: dict[str, Any]) -> list[int]:
+    """The amounts a ledger entry (:func:`charge_of`) lists as refunded, in either format."""
+    refunds = charge.get("refunds") or [
+        r for r in charge.get("reversals", []) if r.get("kind") == "refund"
+    ]
+    return [int(float(r.get("refund_amount", r.get("amount", 0)))) for r in refunds]
+
+
 async def charge_of(gateway_url: str, order_id: uuid.UUID) -> dict[str, Any]:
     """The gateway's record of the order's charge, as its own API shows it."""
     async with httpx.AsyncClient(base_url=gateway_url, timeout=_SEND_TIMEOUT) as client:

@@ -1,0 +1,122 @@
+"""What the processes' own records say a blow interrupted: the e-mails a notification
+worker's log shows being sent (a "sending e-mail" line with no outcome after it) at the
+moment of the blow, and the e-mails the SMTP sink took and then dropped the connection on.
+Each duplicate e-mail must be explained by such evidence (see ``invariants``)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+from shop.notification.domain.kinds import NotificationKey, NotificationKind
+from shop.simulators.mail import ProviderJournal
+
+from .invariants import SendBlow, local_part
+
+SENDING: Final = "sending e-mail"
+SEND_OUTCOMES: Final = frozenset({"e-mail sent", "e-mail sent twice"})
+"""Lines that close a send: the e-mail was recorded (or found recorded by another)."""
+
+
+@dataclass(frozen=True)
+class LogSlice:
+    """One life of one process: its log from ``offset`` on."""
+
+    path: Path
+    offset: int
+
+
+@dataclass(frozen=True)
+class BlowSite:
+    """A blow as the monkey notes it; its evidence is read once the run is over."""
+
+    what: str
+    target: str
+    at: float
+    """Wall-clock time."""
+    lives: tuple[LogSlice, ...]
+    """The lives of the notification workers it may have cut short mid-send."""
+
+
+def _lines(life: LogSlice) -> Iterator[dict[str, Any]]:
+    if not life.path.exists():
+        return
+    with life.path.open("rb") as log:
+        log.seek(life.offset)
+        for raw in log:
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue  # a line cut by a SIGKILL, or a library's own print
+            if isinstance(line, dict):
+                yield line
+
+
+def _when(line: dict[str, Any]) -> float | None:
+    try:
+        return datetime.fromisoformat(str(line["timestamp"])).timestamp()
+    except (KeyError, ValueError):
+        return None
+
+
+def _email_of(line: dict[str, Any]) -> str | None:
+    try:
+        key = NotificationKey(
+            uuid.UUID(str(line["order_id"])),
+            NotificationKind(str(line["kind"])),
+            str(line.get("reference", "")),
+        )
+    except (KeyError, ValueError):
+        return None
+    return local_part(key.message_id("evidence"))
+
+
+def open_sends(life: LogSlice, at: float) -> set[str]:
+    """The e-mails the log shows being sent at ``at``: a "sending e-mail" line before it
+    with neither an outcome of the send nor a failure of its delivery between."""
+    sending: dict[str, str] = {}  # e-mail → the event whose delivery is sending it
+    for line in _lines(life):
+        when = _when(line)
+        if when is not None and when > at:
+            break
+        event, email = line.get("event"), _email_of(line)
+        if event == SENDING and email is not None:
+            sending[email] = str(line.get("event_id"))
+        elif event in SEND_OUTCOMES and email is not None:
+            sending.pop(email, None)
+        elif line.get("level") in {"warning", "error"} and "event_id" in line:
+            # The delivery failed (a retry, a dead letter): its send, if any, did not go.
+            failed = str(line["event_id"])
+            sending = {e: d for e, d in sending.items() if d != failed}
+    return set(sending)
+
+
+def evidence(site: BlowSite) -> SendBlow:
+    found: set[str] = set()
+    for life in site.lives:
+        found |= open_sends(life, site.at)
+    return SendBlow(site.what, site.target, site.at, frozenset(found))
+
+
+def dropped_replies(mail_dir: Path) -> list[SendBlow]:
+    """Each e-mail the sink took and then hung up on before its reply: one blow each."""
+    return [
+        SendBlow("provider dropped its reply", entry.message_id, entry.at,
+                 frozenset({local_part(entry.message_id)}))
+        for entry in ProviderJournal(mail_dir).read()
+        if entry.what == "dropped reply"
+    ]  # fmt: skip
+
+
+def handler_timeouts(logs: list[Path]) -> int:
+    """Deliveries given up at their handler's timeout (and retried), as the logs tell."""
+    return sum(
+        line.get("error_type") == "HandlerTimedOut"
+        for path in logs
+        for line in _lines(LogSlice(path, 0))
+    )
