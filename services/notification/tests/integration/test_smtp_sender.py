@@ -3,8 +3,10 @@ way a provider can fail is classified as final (dead letter) or temporary (retry
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import ssl
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -26,6 +28,7 @@ from shop.devstack.process import free_port
 from shop.notification.adapters.smtp import SmtpEmailSender
 from shop.notification.ports import Attachment, Email, EmailRejected, EmailUnavailable
 from shop.notification.settings import SmtpSettings
+from shop.simulators.mail import ProviderFaults
 
 
 def email_to(address: str) -> Email:
@@ -224,3 +227,23 @@ async def test_an_internationalised_domain_is_sent_in_its_ascii_form(smtp_sink: 
     [mail] = smtp_sink.messages
     assert mail.rcpt_to == ("ayu@xn--bcher-kva.example",)
     assert mail.message["To"] == "ayu@xn--bcher-kva.example"
+
+
+async def test_a_send_the_provider_hangs_on_ends_at_once_when_it_is_cancelled(
+    smtp_sink: SmtpSink,
+) -> None:
+    # The handler's timeout cancels the send: it must end then, not after the client's
+    # own timeout (a polite QUIT waiting for a reply the hung provider never gives).
+    assert smtp_sink.mail_dir is not None
+    address = smtp_sink.address
+    sender = SmtpEmailSender(SmtpSettings(host=address.host, port=address.port, timeout=30))
+    ProviderFaults(hang_rate=1.0).write(smtp_sink.mail_dir)
+    try:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await sender.send(email_to("ayu@example.com"))
+        assert time.monotonic() - started < 5
+    finally:
+        ProviderFaults.clear(smtp_sink.mail_dir)
+    assert smtp_sink.messages == []

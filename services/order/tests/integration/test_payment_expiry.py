@@ -234,3 +234,37 @@ async def test_a_late_payment_given_back_before_it_arrives_ends_its_refund_due_w
 
     assert await conflicts() == [("refund_due", "refund rf_first")]
     assert await status_of(sessions, order_id) == "cancelled"
+
+
+async def test_a_late_payment_given_back_before_its_expiry_arrives_waits_for_it(
+    kafka_settings: OrderSettings, engine: AsyncEngine, sessions: Sessions
+) -> None:
+    # payment-service expires the payment, then takes a late payment and gives it back at
+    # once; PaymentExpired and PaymentReversed travel on topics consumed apart, so the
+    # reversal may come to a still pending order. It waits for the expiry, not the DLQ.
+    async with checkout_transaction(engine) as checkout:
+        order_id = await place_order(checkout)
+
+    async with running(build_worker(kafka_settings, health_port=0)):
+        await deliver(kafka_settings, reversed_(order_id, "rf_early", 89000, 89000), times=1)
+
+        async def retried() -> bool:
+            async with sessions() as session:
+                handled = select(inbox.c.message_type).where(
+                    inbox.c.message_type == "payment.reversed"
+                )
+                return (await session.execute(handled)).first() is None and bool(
+                    await status_of(sessions, order_id) == "pending"
+                )
+
+        await eventually(retried, within=10, what="the reversal to be waiting")
+        await deliver(kafka_settings, expired(order_id), times=1)
+
+        async def told() -> bool:
+            return bool(await written(sessions, OrderPaymentReversed))
+
+        await eventually(told, within=60, what="the reversal to be recorded after the expiry")
+
+    assert await status_of(sessions, order_id) == "cancelled"
+    [reversal] = await written(sessions, OrderPaymentReversed)
+    assert (reversal.reference, reversal.status) == ("rf_early", "cancelled")

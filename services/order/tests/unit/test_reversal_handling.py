@@ -17,7 +17,7 @@ from shop.contracts import (
     PaymentReversed,
     ReversalKind,
 )
-from shop.messaging import PermanentError
+from shop.messaging import PermanentError, TransientError
 from shop.order.domain.customer import Customer
 from shop.order.domain.payments import PaymentConflict
 from shop.order.domain.status import OrderStatus
@@ -220,11 +220,11 @@ async def test_a_reversal_of_a_final_order_is_kept_and_the_order_stays() -> None
     assert len(database.state.events_of(OrderPaymentReversed)) == 1
 
 
-async def test_a_reversal_for_a_pending_order_is_permanent_and_names_it() -> None:
+async def test_a_reversal_for_a_pending_order_waits_for_its_payment_or_expiry() -> None:
     database = FakeDatabase()
     order_id = await placed(database)
 
-    with pytest.raises(PermanentError, match=f"{order_id}, which is pending"):
+    with pytest.raises(TransientError, match=f"{order_id}, which is pending: waiting"):
         await handle(database, reversal(order_id))
 
     assert status_of(database, order_id) == OrderStatus.PENDING

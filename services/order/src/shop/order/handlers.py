@@ -3,6 +3,8 @@ letters are done by :mod:`shop.messaging`; each handler calls its use case."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from shop.contracts import (
     CancelUnpaidOrder,
     ConsumerGroup,
@@ -10,11 +12,15 @@ from shop.contracts import (
     PaymentReceived,
     PaymentReversed,
 )
-from shop.messaging import MessageContext, PermanentError, Router
+from shop.messaging import MessageContext, PermanentError, Router, TransientError
 from shop.order.domain.errors import OrderNotFound
 from shop.order.domain.reversals import ReversalOfUnpaidOrder
 from shop.order.ports import OrderStore
 from shop.order.service_layer import cancellation, payments, reversals
+
+REVERSAL_ATTEMPTS: Final = 10
+"""Tries of a reversal that came before the payment or expiry it follows: with backoff
+from 2 s doubling to 5 min, about 17 minutes of waiting."""
 
 
 def build_router(store: OrderStore) -> Router:
@@ -40,7 +46,10 @@ def build_router(store: OrderStore) -> Router:
                 f"expired payment {event.payment_id} names no known order {event.order_id}"
             ) from error
 
-    @router.subscriber(PaymentReversed)
+    # A reversal may overtake the event it follows (PaymentReceived, or PaymentExpired for a
+    # late payment given back): they travel on topics consumed apart. It is tried again
+    # for a while (some 17 minutes) before it is left to a person.
+    @router.subscriber(PaymentReversed, max_attempts=REVERSAL_ATTEMPTS)
     async def record_payment_reversal(event: PaymentReversed, ctx: MessageContext) -> None:
         try:
             await reversals.record_reversal(store.joining(ctx), event, ctx.log)
@@ -49,9 +58,9 @@ def build_router(store: OrderStore) -> Router:
                 f"payment reversal {event.reference} names no known order {event.order_id}"
             ) from error
         except ReversalOfUnpaidOrder as error:
-            raise PermanentError(
+            raise TransientError(
                 f"payment reversal {event.reference} for order {event.order_id}, which is "
-                f"{error.status}: it was never paid"
+                f"{error.status}: waiting for its payment or its expiry to arrive first"
             ) from error
 
     @router.subscriber(CancelUnpaidOrder)

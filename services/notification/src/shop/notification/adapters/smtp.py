@@ -7,6 +7,11 @@ help, so it is dead-lettered. A 5xx at any other step (greeting, STARTTLS, login
 sender) says the relay or our configuration of it is wrong: every e-mail would fail alike,
 so they are retried, and fixing the configuration lets them through. Timeouts and lost
 connections are temporary too.
+
+The connection is opened and closed here rather than by ``aiosmtplib.send``: its context
+manager answers a cancellation with a polite QUIT and waits up to the whole timeout for a
+reply, which a provider hung on the e-mail never gives; a send cancelled (the handler's
+timeout, a shutdown) must end at once.
 """
 
 from __future__ import annotations
@@ -27,18 +32,19 @@ class SmtpEmailSender:
 
     async def send(self, email: Email) -> None:
         settings = self.settings
+        client = aiosmtplib.SMTP(
+            hostname=settings.host,
+            port=settings.port,
+            username=settings.username,
+            password=settings.password.get_secret_value() if settings.password else None,
+            use_tls=settings.security == "tls",
+            start_tls=settings.security == "starttls",
+            cert_bundle=str(settings.ca_file) if settings.ca_file else None,
+            timeout=settings.timeout,
+        )
         try:
-            await aiosmtplib.send(
-                mime_message(email, sender=settings.sender),
-                hostname=settings.host,
-                port=settings.port,
-                username=settings.username,
-                password=settings.password.get_secret_value() if settings.password else None,
-                use_tls=settings.security == "tls",
-                start_tls=settings.security == "starttls",
-                cert_bundle=str(settings.ca_file) if settings.ca_file else None,
-                timeout=settings.timeout,
-            )
+            await client.connect()
+            await client.send_message(mime_message(email, sender=settings.sender))
         except aiosmtplib.SMTPRecipientsRefused as error:
             raise _about_the_email(error.recipients[0], email) from error
         except aiosmtplib.SMTPDataError as error:
@@ -47,6 +53,10 @@ class SmtpEmailSender:
             # The relay or the way to it: timeouts, refused or dropped connections, and
             # refusals of the greeting, STARTTLS, the login or the sender.
             raise EmailUnavailable(f"{type(error).__name__}: {error}") from error
+        finally:
+            # Dropped, not QUIT: the e-mail is sent (or not) already, and a cancelled send
+            # must not wait on the provider.
+            client.close()
 
 
 def _about_the_email(error: aiosmtplib.SMTPResponseException, email: Email) -> Exception:

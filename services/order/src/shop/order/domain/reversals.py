@@ -2,8 +2,8 @@
 
 A chargeback → charged_back; a refund or void reaching what was paid → refunded; less →
 partially_refunded. A cancelled order's late payment given back leaves it cancelled; once
-all of it is back, its ``refund_due`` conflict ends. A pending order was never paid: that
-is an error."""
+all of it is back, its ``refund_due`` conflict ends. A pending order has not heard of its
+payment yet (or of its expiry): the reversal came first, and waits."""
 
 from __future__ import annotations
 
@@ -16,10 +16,11 @@ from shop.order.domain.status import OrderStatus, check_transition
 
 
 class ReversalOfUnpaidOrder(DomainError):
-    """A reversal for an order that was never paid: retrying cannot help."""
+    """A reversal for an order that, as far as it knows, was never paid: the payment (or
+    the expiry, for a late payment given back) it follows has not arrived yet."""
 
     def __init__(self, status: OrderStatus) -> None:
-        super().__init__(f"a payment reversal for an order that is {status}: nothing was paid")
+        super().__init__(f"a payment reversal for an order that is {status}: nothing paid yet")
         self.status = status
 
 
