@@ -136,14 +136,13 @@ class Load:
         self.orders = orders
         self.rate = rate
         self.figures = LoadFigures()
-        self._opened: dict[uuid.UUID, asyncio.Future[PaymentDue]] = {}
         self._expired: dict[uuid.UUID, asyncio.Future[None]] = {}
         self._launched = 0
         self._ended = False
 
     async def run(self) -> None:
         async with httpx.AsyncClient(base_url=self.settings.order_api_url, timeout=20) as shop:
-            watcher = asyncio.create_task(self._watch_payments_open())
+            watcher = asyncio.create_task(self._watch_payments_expire())
             customers = []
             try:
                 began = time.monotonic()
@@ -158,7 +157,7 @@ class Load:
                     self._launched += 1
                 everyone: asyncio.Future[list[None]] = asyncio.gather(*customers)
                 # The watcher runs until cancelled: done first, it failed, and the customers
-                # waiting for their payments to open would wait for ever.
+                # waiting for their payments to expire would wait for ever.
                 either: list[asyncio.Future[Any]] = [everyone, watcher]
                 await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
                 if watcher.done():
@@ -188,11 +187,12 @@ class Load:
         if order.plan == "cancel":
             await self._cancel(order, shop)
         elif order.plan != "expire":  # an order never paid only waits for its deadline
-            loop = asyncio.get_running_loop()
-            order.due = await self._opened.setdefault(order.id, loop.create_future())
             if order.plan == "late":
                 # The customer pays once the shop has given up on the order.
+                loop = asyncio.get_running_loop()
                 await self._expired.setdefault(order.id, loop.create_future())
+            # At once, as a customer pays at the gateway: payment-service may not have
+            # opened the payment yet (its notification then waits for it).
             await self._pay(order)
         order.settled = True
 
@@ -210,6 +210,9 @@ class Load:
         placed = reply.json()
         order.id = uuid.UUID(placed["id"])
         order.number = placed["number"]
+        order.due = PaymentDue(
+            order.id, order.number, placed["total"], placed["currency"], placed["status"]
+        )
 
     async def _cancel(self, order: PlannedOrder, shop: httpx.AsyncClient) -> None:
         headers = {"Authorization": f"Bearer {order.token}"}
@@ -311,11 +314,11 @@ class Load:
                 raise AssertionError(f"{api} gave no answer for {_GIVE_UP_AFTER:g} s")
             await asyncio.sleep(_RETRY_PAUSE)
 
-    # -- payment-service opens each order's payment once its OrderCreated arrives ------
+    # -- the late customers wait for their payment to expire ---------------------------
 
-    async def _watch_payments_open(self) -> None:
-        """Tell each customer waiting for it that its payment opened (or expired), through
-        a Postgres restart (connected again, as any client would)."""
+    async def _watch_payments_expire(self) -> None:
+        """Tell each customer waiting for it that its payment expired, through a Postgres
+        restart (connected again, as any client would)."""
         while True:
             try:
                 async with connected(self.settings, PAYMENT_SERVICE) as payments_db:
@@ -326,14 +329,6 @@ class Load:
                 await asyncio.sleep(0.5)
 
     async def _tell_the_waiting(self, payments_db: asyncpg.Connection) -> None:
-        waiting = [i for i, opened in self._opened.items() if not opened.done()]
-        if waiting:
-            for row in await payments_db.fetch(
-                "SELECT order_id, order_number, amount, currency, status FROM payments "
-                "WHERE order_id = ANY($1::uuid[])",
-                waiting,
-            ):
-                self._opened[row["order_id"]].set_result(_due(row))
         waiting = [i for i, expired in self._expired.items() if not expired.done()]
         if waiting:
             for row in await payments_db.fetch(
@@ -342,9 +337,3 @@ class Load:
                 waiting,
             ):
                 self._expired[row["order_id"]].set_result(None)
-
-
-def _due(row: Any) -> PaymentDue:
-    return PaymentDue(
-        row["order_id"], row["order_number"], int(row["amount"]), row["currency"], row["status"]
-    )

@@ -289,17 +289,20 @@ class Monkey:
         after a while: pools, the relays' LISTEN and the inboxes must reconnect by
         themselves, and no process may exit for it."""
         senders = tuple(LogSlice(r.log_path, r.life_offset) for r in self.shop.of_kind(SENDER_KIND))
-        stopped_at = time.time()
+        stopping_at = time.time()
         began = time.monotonic()
         await asyncio.to_thread(self.shop.stop_database)
+        # The sends under way when every connection was gone: begun before (each holds a
+        # transaction), their record cut off.
+        down_at = time.time()
         self._note("restart postgres", "postgres", f"{DATABASE_DOWN:g} s down")
-        self.log.send_sites.append(BlowSite("database restarted", "postgres", stopped_at, senders))
+        self.log.send_sites.append(BlowSite("database restarted", "postgres", down_at, senders))
         try:
             await asyncio.sleep(DATABASE_DOWN)
         finally:
-            await asyncio.to_thread(self.shop.start_database)
+            await self.shop.start_database()
             self.log.database_down = time.monotonic() - began
-            self.log.database_away = (stopped_at, time.time())
+            self.log.database_away = (stopping_at, time.time())
 
     async def _provider_mishap(self, what: str, faults: ProviderFaults) -> None:
         """The provider misbehaves (``faults``) until it has done ``what`` to a message

@@ -145,7 +145,9 @@ class ChaosShop:
         if self._frozen:
             self.thaw_broker()
         if not self.devstack.part_running("postgres"):
-            self.start_database()  # stopped by a blow that failed half way: to drain
+            # Stopped by a blow that failed half way: every process stops against it.
+            self.devstack.spawn_part("postgres")
+            self.devstack.wait_part_ready("postgres")
         for replica in self.replicas:
             replica.process.stop(timeout=30)
         self.devstack.stop()
@@ -177,9 +179,10 @@ class ChaosShop:
         """Stop Postgres (a fast shutdown: its sessions end, every connection drops)."""
         self.devstack.stop_part("postgres")
 
-    def start_database(self) -> None:
+    async def start_database(self) -> None:
         """Start Postgres again, on its port and data: every process must reconnect."""
-        self.devstack.start_part("postgres")
+        self.devstack.spawn_part("postgres")  # quick; servers start from the main thread
+        await asyncio.to_thread(self.devstack.wait_part_ready, "postgres")
 
     def devstack_process(self, part: str, signum: signal.Signals) -> None:
         pid = self.devstack.pid_of(part)

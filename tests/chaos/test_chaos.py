@@ -251,7 +251,9 @@ async def read_all(shop: ChaosShop, settings: OpsSettings, orders: list[PlannedO
 
 async def read_refunds(gateway_url: str, orders: list[PlannedOrder]) -> dict[uuid.UUID, list[int]]:
     """The refunds the gateway's ledger lists, for every order it charged."""
-    charged = [o.id for o in orders if o.id is not None and o.due is not None]
+    charged = [
+        o.id for o in orders if o.id is not None and o.plan in {"pay", "late", "wrong_amount"}
+    ]
     limit = asyncio.Semaphore(16)
 
     async def refunds(order_id: uuid.UUID) -> tuple[uuid.UUID, list[int]]:

@@ -214,20 +214,28 @@ def test_a_second_email_behind_a_blow_that_was_sending_another_is_caught() -> No
     broken("each duplicate e-mail explained by a blow of its own", check(reading, expectations))
 
 
-def test_each_duplicate_finds_its_own_blow_when_blows_overlap() -> None:
+def test_one_blow_explains_one_copy_of_each_email_it_found_being_sent() -> None:
     reading, expectations = a_shop_that_kept_its_promises()
     a, b = reading.mails[0], reading.mails[1]
     reading.mails += [
         dataclasses.replace(a, received_at=130.0),
         dataclasses.replace(b, received_at=131.0),
     ]
-    # The first blow found both open, the second only b: a matching gives each its own.
-    expectations.send_blows += [
-        killed_sending(a.message_id, b.message_id),
-        killed_sending(b.message_id, what="database restarted"),
-    ]
+    expectations.send_blows.append(killed_sending(a.message_id, b.message_id))
     [duplicates] = [i for i in check(reading, expectations) if "duplicate" in i.claim]
     assert duplicates.holds, duplicates
+    assert duplicates.found == "2 duplicate(s): 2 (notification worker killed)"
+
+
+def test_an_email_sent_thrice_needs_two_blows_that_found_it_being_sent() -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    first = reading.mails[0]
+    reading.mails += [dataclasses.replace(first, received_at=t) for t in (130.0, 140.0)]
+    expectations.send_blows += [
+        killed_sending(first.message_id),
+        killed_sending(first.message_id, what="database restarted"),
+    ]
+    assert all(i.holds for i in check(reading, expectations))
 
 
 def test_a_reply_the_provider_dropped_explains_one_copy(tmp_path: Path) -> None:
