@@ -75,13 +75,16 @@ class Devstack:
 
     def stop_part(self, part: str) -> None:
         """Stop the part named ``part`` (as :meth:`pid_of` names it), keeping its data and
-        port, to start it again with :meth:`start_part`: chaos tests restart Postgres."""
+        port, to start it again with :meth:`spawn_part`: chaos tests restart Postgres."""
         self._own_part(part).stop()
 
-    def start_part(self, part: str) -> None:
-        started = self._own_part(part)
-        started.spawn()
-        started.wait_ready()
+    def spawn_part(self, part: str) -> None:
+        """Start the part again (from the main thread, as every server here); wait for it
+        with :meth:`wait_part_ready`, from any thread."""
+        self._own_part(part).spawn()
+
+    def wait_part_ready(self, part: str) -> None:
+        self._own_part(part).wait_ready()
 
     def part_running(self, part: str) -> bool:
         process = getattr(self._own_part(part), "process", None)
