@@ -38,9 +38,12 @@ class BlowSite:
     what: str
     target: str
     at: float
-    """Wall-clock time."""
+    """Wall-clock time: when it had landed (the process dead, the database down)."""
     lives: tuple[LogSlice, ...]
     """The lives of the notification workers it may have cut short mid-send."""
+    began: float | None = None
+    """When it began to land, for a blow that takes a while (Postgres stopping): a send
+    that fails from then on failed by it."""
 
 
 def _lines(life: LogSlice) -> Iterator[dict[str, Any]]:
@@ -76,9 +79,10 @@ def _email_of(line: dict[str, Any]) -> str | None:
     return local_part(key.message_id("evidence"))
 
 
-def open_sends(life: LogSlice, at: float) -> set[str]:
+def open_sends(life: LogSlice, at: float, *, failures_from: float | None = None) -> set[str]:
     """The e-mails the log shows being sent at ``at``: a "sending e-mail" line before it
-    with neither an outcome of the send nor a failure of its delivery between."""
+    with neither an outcome of the send nor a failure of its delivery between (a failure
+    from ``failures_from`` on is the blow's doing, and leaves the send open)."""
     sending: dict[str, str] = {}  # e-mail → the event whose delivery is sending it
     for line in _lines(life):
         when = _when(line)
@@ -89,7 +93,11 @@ def open_sends(life: LogSlice, at: float) -> set[str]:
             sending[email] = str(line.get("event_id"))
         elif event in SEND_OUTCOMES and email is not None:
             sending.pop(email, None)
-        elif line.get("level") in {"warning", "error"} and "event_id" in line:
+        elif (
+            line.get("level") in {"warning", "error"}
+            and "event_id" in line
+            and (failures_from is None or when is None or when < failures_from)
+        ):
             # The delivery failed (a retry, a dead letter): its send, if any, did not go.
             failed = str(line["event_id"])
             sending = {e: d for e, d in sending.items() if d != failed}
@@ -99,7 +107,7 @@ def open_sends(life: LogSlice, at: float) -> set[str]:
 def evidence(site: BlowSite) -> SendBlow:
     found: set[str] = set()
     for life in site.lives:
-        found |= open_sends(life, site.at)
+        found |= open_sends(life, site.at, failures_from=site.began)
     return SendBlow(site.what, site.target, site.at, frozenset(found))
 
 

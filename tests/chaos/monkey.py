@@ -296,7 +296,9 @@ class Monkey:
         # transaction), their record cut off.
         down_at = time.time()
         self._note("restart postgres", "postgres", f"{DATABASE_DOWN:g} s down")
-        self.log.send_sites.append(BlowSite("database restarted", "postgres", down_at, senders))
+        self.log.send_sites.append(
+            BlowSite("database restarted", "postgres", down_at, senders, began=stopping_at)
+        )
         try:
             await asyncio.sleep(DATABASE_DOWN)
         finally:

@@ -213,7 +213,7 @@ async def drained(shop: ChaosShop, settings: OpsSettings, expectations: Expectat
     dead-letter queues until the poisoned messages are there (or the time is up)."""
     deadline = time.monotonic() + DRAIN_WITHIN
     while True:
-        reading = await read_shop(shop, settings)
+        reading = await read_shop(shop, settings, expectations.orders)
         waiting = [i for i in check(reading, expectations) if not i.holds and i.awaits_drain]
         if not waiting or time.monotonic() > deadline:
             break
@@ -225,14 +225,17 @@ async def drained(shop: ChaosShop, settings: OpsSettings, expectations: Expectat
         await asyncio.sleep(2)
 
 
-async def read_shop(shop: ChaosShop, settings: OpsSettings) -> Reading:
-    """The services' databases and the SMTP sink's folder (no dead letters)."""
-    return await read(
+async def read_shop(shop: ChaosShop, settings: OpsSettings, orders: list[PlannedOrder]) -> Reading:
+    """The services' databases, the SMTP sink's folder and the gateway's ledger (no dead
+    letters)."""
+    reading = await read(
         settings.order_database_url,
         settings.payment_database_url,
         settings.notification_database_url,
         shop.mail_dir,
     )
+    reading.refunds = await read_refunds(settings.gateway_url, orders)
+    return reading
 
 
 async def read_dead_letters(settings: OpsSettings) -> list[DeadLetter]:
@@ -243,9 +246,8 @@ async def read_dead_letters(settings: OpsSettings) -> list[DeadLetter]:
 
 
 async def read_all(shop: ChaosShop, settings: OpsSettings, orders: list[PlannedOrder]) -> Reading:
-    reading = await read_shop(shop, settings)
+    reading = await read_shop(shop, settings, orders)
     reading.dead_letters = await read_dead_letters(settings)
-    reading.refunds = await read_refunds(settings.gateway_url, orders)
     return reading
 
 

@@ -444,3 +444,20 @@ def test_an_unpaid_order_left_pending_past_its_window_is_caught() -> None:
     reading.statuses[expired.id] = "pending"
     reading.payment_status[expired.id] = "pending"
     broken("each order ends as its payments say", check(reading, expectations))
+
+
+def test_a_send_whose_record_failed_as_the_database_stopped_is_open_at_its_restart(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "notification-worker-2.log"
+    lines = [
+        log_line("sending e-mail", "00", order_id=ORDER, kind=CONFIRMATION, event_id="e1"),
+        json.dumps({"event": "handler failed, will retry", "level": "warning", "event_id": "e1",
+                    "error_type": "InterfaceError", "timestamp": "2026-12-05T01:00:02Z"}),
+    ]  # fmt: skip
+    log.write_text("\n".join(lines) + "\n")
+    stopping = datetime.fromisoformat("2026-12-05T01:00:01Z").timestamp()
+    down = datetime.fromisoformat("2026-12-05T01:00:03Z").timestamp()
+
+    assert open_sends(LogSlice(log, 0), down, failures_from=stopping) == {f"{CONFIRMATION}.{ORDER}"}
+    assert open_sends(LogSlice(log, 0), down) == set()  # a kill's evidence: it had failed

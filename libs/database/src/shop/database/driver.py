@@ -16,6 +16,10 @@ CONNECTION_LOST = (
     asyncpg.InterfaceError,
     # What asyncpg says when a statement meets a connection the server has just closed.
     asyncpg.InternalClientError,
+    # The server stopping (a restart, a failover) or still starting: not the statement.
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncpg.CannotConnectNowError,
     ConnectionError,
     TimeoutError,
 )

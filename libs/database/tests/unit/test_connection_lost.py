@@ -1,0 +1,42 @@
+"""What says the database is away (answered 503, tried again) and what says a statement
+failed (a defect, a 500): a restart's errors are of the first kind, from the moment the
+server stops to the moment it accepts connections again."""
+
+from __future__ import annotations
+
+import asyncpg
+import pytest
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from shop.database.driver import connection_lost
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ConnectionRefusedError(111, "Connection refused"),
+        asyncpg.AdminShutdownError("terminating connection due to administrator command"),
+        asyncpg.CrashShutdownError("terminating connection because of crash"),
+        asyncpg.CannotConnectNowError("the database system is starting up"),
+        asyncpg.InterfaceError("connection is closed"),
+        TimeoutError(),
+    ],
+    ids=type,
+)
+def test_a_database_stopping_or_starting_is_away(error: Exception) -> None:
+    assert connection_lost(error)
+    assert connection_lost(DBAPIError("SELECT 1", {}, error))
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        asyncpg.QueryCanceledError("canceling statement due to statement timeout"),
+        asyncpg.UniqueViolationError("duplicate key value"),
+        ValueError("a bug"),
+    ],
+    ids=type,
+)
+def test_a_failed_statement_is_not(error: Exception) -> None:
+    assert not connection_lost(error)
+    assert not connection_lost(IntegrityError("INSERT", {}, error))
