@@ -123,7 +123,11 @@ class Recorder:
         router = Router(group)
 
         @router.subscriber(
-            OrderCreated, transactional=False, max_attempts=max_attempts, base_delay=base_delay
+            OrderCreated,
+            transactional=False,
+            max_attempts=max_attempts,
+            outage_attempts=max_attempts,
+            base_delay=base_delay,
         )
         async def handle(event: OrderCreated, ctx: Any) -> None:
             self.calls.append((ctx.envelope.key, ctx.attempt, time.monotonic()))
@@ -205,7 +209,7 @@ async def test_declaring_twice_changes_nothing_and_wires_the_queue(
     attributes = await queue_attributes(sqs, queues.url)
     assert json.loads(attributes["RedrivePolicy"]) == {
         "deadLetterTargetArn": queues.dead_letters_arn,
-        "maxReceiveCount": 4,  # the most attempts any subscriber allows
+        "maxReceiveCount": 30,  # the most tries any subscriber allows, an outage's included
     }
     assert attributes["VisibilityTimeout"] == "2"
     [statement] = json.loads(attributes["Policy"])["Statement"]

@@ -154,3 +154,35 @@ async def test_a_timeout_raised_inside_a_handler_is_its_own_failure_not_the_pipe
 
     assert isinstance(await pipeline.process(delivery()), Retry)
     assert "the database did not answer" in records[0].outcome.failure.error_message  # type: ignore[union-attr]
+
+
+async def test_a_failure_that_says_the_database_is_away_does_not_spend_the_messages_attempts() -> (
+    None
+):
+    async def database_down(event: OrderCreated, ctx: MessageContext) -> None:
+        raise ConnectionRefusedError(111, "Connect call failed")
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False, max_attempts=3)(database_down)
+    pipeline = Pipeline(router, outage=lambda error: isinstance(error, ConnectionRefusedError))
+
+    # Past its own three attempts, the message is still tried again while the outage lasts…
+    outcome = await pipeline.process(delivery(attempt=3))
+    assert isinstance(outcome, Retry)
+    # …at the longest delay its policy has (every transport has a way to wait that long)…
+    assert outcome.delay <= router.for_type("order.created").retry.delay(2) * 1.5  # type: ignore[union-attr]
+    # …until the outage has had its own tries, and then it is given up on like any other.
+    last = router.for_type("order.created").retry.outage_attempts  # type: ignore[union-attr]
+    assert isinstance(await pipeline.process(delivery(attempt=last)), DeadLetter)
+    assert router.max_attempts == last, "an SQS queue lets the outage's tries through"
+
+
+async def test_any_other_failure_spends_them() -> None:
+    async def broken(event: OrderCreated, ctx: MessageContext) -> None:
+        raise ValueError("a defect")
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False, max_attempts=3)(broken)
+    pipeline = Pipeline(router, outage=lambda error: isinstance(error, ConnectionRefusedError))
+
+    assert isinstance(await pipeline.process(delivery(attempt=3)), DeadLetter)

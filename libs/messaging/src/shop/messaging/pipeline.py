@@ -57,16 +57,21 @@ class Pipeline:
         sessions: async_sessionmaker[AsyncSession] | None = None,
         time_scale: float = 1.0,
         handler_timeout: float = 120.0,
+        outage: Callable[[BaseException], bool] | None = None,
         observers: list[OutcomeObserver] | None = None,
         system: str | None = None,
     ) -> None:
         """``system``: the transport's name, for the spans (the worker gives it).
-        ``handler_timeout``: for the subscribers that declare no timeout of their own."""
+        ``handler_timeout``: for the subscribers that declare no timeout of their own.
+        ``outage``: whether a failure says something the handlers need is away (the
+        service's database, say) rather than that the message failed: such a failure does
+        not spend the message's attempts (see :class:`RetryPolicy`)."""
         self.router = router
         self.system = system
         self.group = router.group
         self.sessions = sessions
         self.observers = list(observers or [])
+        self._outage = outage or (lambda _: False)
         self._policies = {
             s.message_type: dataclasses.replace(s.retry, time_scale=time_scale) for s in router
         }
@@ -186,10 +191,13 @@ class Pipeline:
     def _retry_or_give_up(
         self, delivery: Delivery, error: BaseException, policy: RetryPolicy
     ) -> Retry | DeadLetter:
-        if policy.gives_up_after(delivery.attempt):
+        outage = self._outage(error)
+        if policy.gives_up_after(delivery.attempt, outage=outage):
             return self._dead_letter(delivery, error)
         return Retry(
-            delay=policy.delay(delivery.attempt),
+            delay=policy.outage_delay(delivery.attempt)
+            if outage
+            else policy.delay(delivery.attempt),
             attempt=delivery.attempt,
             failure=Failure.of(error),
             first_failure_at=delivery.first_failure_at or datetime.now(UTC),

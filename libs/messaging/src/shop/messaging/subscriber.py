@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from shop.contracts import Contract
-from shop.messaging.retry import DEFAULT_MAX_ATTEMPTS, RetryPolicy
+from shop.messaging.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_OUTAGE_ATTEMPTS, RetryPolicy
 
 if TYPE_CHECKING:
     from shop.messaging.context import MessageContext
@@ -53,6 +53,7 @@ class Router:
         *,
         name: str | None = None,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        outage_attempts: int = DEFAULT_OUTAGE_ATTEMPTS,
         base_delay: float = 2.0,
         max_delay: float = 300.0,
         transactional: bool = True,
@@ -76,7 +77,9 @@ class Router:
                     contract=contract,
                     handler=handler,
                     name=name or handler.__name__,
-                    retry=RetryPolicy(max_attempts, base_delay, max_delay),
+                    retry=RetryPolicy(
+                        max_attempts, base_delay, max_delay, outage_attempts=outage_attempts
+                    ),
                     transactional=transactional,
                     max_in_flight=max_in_flight,
                     timeout=timeout,
@@ -103,5 +106,6 @@ class Router:
 
     @property
     def max_attempts(self) -> int:
-        """The most tries any subscriber allows (the SQS queue's maxReceiveCount)."""
-        return max((s.retry.max_attempts for s in self), default=DEFAULT_MAX_ATTEMPTS)
+        """The most tries any subscriber allows, outages included (the SQS queue's
+        maxReceiveCount)."""
+        return max((s.retry.most_attempts for s in self), default=DEFAULT_MAX_ATTEMPTS)

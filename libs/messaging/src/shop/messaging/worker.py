@@ -42,13 +42,16 @@ class Worker:
         relay: Relay | None = None,
         metrics: Metrics | None = None,
         observers: Sequence[OutcomeObserver] = (),
+        outage: Callable[[BaseException], bool] | None = None,
         health_host: str = "127.0.0.1",
         health_port: int | None = None,
         routes: Sequence[OperatorRoute] = (),
         jobs: Sequence[Job] = (),
         on_close: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
-        """``routes``: the service's own operator routes on the health port. ``jobs``: what
+        """``outage``: whether a handler's failure says what it needs is away (the
+        service's database), which does not spend the message's attempts.
+        ``routes``: the service's own operator routes on the health port. ``jobs``: what
         runs beside the consumers (a periodic task, say) until the worker stops: each is
         given an event set at the stop and must return soon after. ``on_close``: what to
         close once everything has stopped (the service's database engine, say), in
@@ -63,6 +66,7 @@ class Worker:
                 sessions=sessions,
                 time_scale=settings.time_scale,
                 handler_timeout=settings.handler_timeout,
+                outage=outage,
                 observers=[self.metrics.observe, *observers],
                 system=transport.name,
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from shop.database import create_engine, session_factory
+from shop.database.driver import connection_lost
 from shop.messaging import Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.messaging.tracing import configure_tracing
@@ -61,6 +62,8 @@ def build_worker(
     return Worker(
         messaging,
         create_transport(messaging),
+        # A database restarting fails every handler: that is no message's fault.
+        outage=connection_lost,
         routers=[router],
         health_host=settings.worker_health_host,
         health_port=settings.worker_health_port if health_port is None else health_port,

@@ -11,6 +11,7 @@ from typing import Final
 from fastapi import FastAPI
 
 from shop.database import create_engine, session_factory
+from shop.database.driver import connection_lost
 from shop.messaging import Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.messaging.metrics import Metrics
@@ -98,6 +99,8 @@ def build_worker(
     return Worker(
         settings.messaging,
         transport,
+        # A database restarting fails every handler: that is no message's fault.
+        outage=connection_lost,
         routers=[build_router(store, gateways, window, payment_metrics)],
         metrics=metrics,
         jobs=[reconciler.every_interval],
