@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import asyncpg
 import pytest
+from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_dbapi
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from shop.database.driver import connection_lost
+from shop.database.driver import DATABASE_FAILURES, connection_lost
 
 
 @pytest.mark.parametrize(
@@ -40,3 +41,15 @@ def test_a_database_stopping_or_starting_is_away(error: Exception) -> None:
 def test_a_failed_statement_is_not(error: Exception) -> None:
     assert not connection_lost(error)
     assert not connection_lost(IntegrityError("INSERT", {}, error))
+
+
+def test_the_drivers_own_error_over_a_restart_is_away_too() -> None:
+    # What a raw connection taken while the server starts up raises: the dialect's adapted
+    # error, not wrapped by SQLAlchemy, with asyncpg's as its cause.
+    adapted = AsyncAdapt_asyncpg_dbapi.Error("the database system is starting up")
+    adapted.__cause__ = asyncpg.CannotConnectNowError("the database system is starting up")
+    assert isinstance(adapted, DATABASE_FAILURES)
+    assert connection_lost(adapted)
+    failed = AsyncAdapt_asyncpg_dbapi.Error("duplicate key value")
+    failed.__cause__ = asyncpg.UniqueViolationError("duplicate key value")
+    assert not connection_lost(failed)

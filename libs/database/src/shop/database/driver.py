@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import asyncpg
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, EmulatedDBAPIException
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
@@ -25,8 +25,10 @@ CONNECTION_LOST = (
 )
 """What says the database connection is gone, not that a statement failed: the request
 may be tried again once the database is back."""
-DATABASE_FAILURES = (*CONNECTION_LOST, DBAPIError)
-"""What a request may meet when the database fails it (for :func:`connection_lost` to sort)."""
+DATABASE_FAILURES = (*CONNECTION_LOST, DBAPIError, EmulatedDBAPIException)
+"""What a request may meet when the database fails it (for :func:`connection_lost` to sort):
+SQLAlchemy's errors, and the asyncpg dialect's own, which a raw connection's checkout
+raises unwrapped (with asyncpg's error as its cause)."""
 
 
 def connection_lost(error: BaseException) -> bool:
@@ -39,8 +41,10 @@ def connection_lost(error: BaseException) -> bool:
         return (
             error.connection_invalidated
             or isinstance(error.orig, CONNECTION_LOST)
-            or (isinstance(cause, CONNECTION_LOST))
+            or isinstance(cause, CONNECTION_LOST)
         )
+    if isinstance(error, EmulatedDBAPIException):
+        return isinstance(error.__cause__, CONNECTION_LOST)
     return False
 
 
