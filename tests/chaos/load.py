@@ -186,14 +186,20 @@ class Load:
         assert order.id is not None
         if order.plan == "cancel":
             await self._cancel(order, shop)
-        elif order.plan != "expire":  # an order never paid only waits for its deadline
+        elif order.plan in {"expire", "late"}:
+            # The customer lets the window pass (the load is not over before its deadline);
+            # one who pays late does so once the shop has given up on the order.
+            loop = asyncio.get_running_loop()
+            await self._expired.setdefault(order.id, loop.create_future())
             if order.plan == "late":
-                # The customer pays once the shop has given up on the order.
-                loop = asyncio.get_running_loop()
-                await self._expired.setdefault(order.id, loop.create_future())
+                await self._pay(order)
+        else:
             # At once, as a customer pays at the gateway: payment-service may not have
             # opened the payment yet (its notification then waits for it).
             await self._pay(order)
+            if order.plan == "wrong_amount":  # never paid right: the window passes too
+                loop = asyncio.get_running_loop()
+                await self._expired.setdefault(order.id, loop.create_future())
         order.settled = True
 
     async def _checkout(self, order: PlannedOrder, shop: httpx.AsyncClient) -> None:

@@ -140,7 +140,7 @@ async def under_fire(
     send_blows = [evidence(site) for site in monkey.log.send_sites]
     send_blows += dropped_replies(shop.mail_dir)
     expectations = Expectations(orders, initial_stock, poison, send_blows)
-    await drained(shop, settings, expectations)
+    waited = await drained(shop, settings, expectations)
     done = time.monotonic()
     # What goes wrong late (a redelivery sending an e-mail again, a payment applied twice)
     # shows only after the shop looked done: the shop is read again after a quiet spell,
@@ -175,6 +175,10 @@ async def under_fire(
         ("answered 503 (database away)", str(len(load.figures.unavailable))),
         ("e-mail provider", f"{EMAIL_FAULTS.latency} s, {EMAIL_FAULTS.failure_rate:.0%} failing"),
         ("drained in", f"{done - loaded:.0f} s after the load"),
+        (
+            "  waited for",
+            "; ".join(f"{claim} {s:.0f} s" for claim, s in waited.items()) or "nothing",
+        ),
     ]
     figures += [(f"  {blow.at:>6.1f} s", f"{blow.what} {blow.target} {blow.detail}")
                 for blow in monkey.log.blows]  # fmt: skip
@@ -208,20 +212,29 @@ async def poison_the_bus(settings: OpsSettings) -> Poison:
     return Poison(GARBAGE, tuple(groups), wrong_amount_group="payment-service")
 
 
-async def drained(shop: ChaosShop, settings: OpsSettings, expectations: Expectations) -> None:
+async def drained(
+    shop: ChaosShop, settings: OpsSettings, expectations: Expectations
+) -> dict[str, float]:
     """Read the shop until what the load asked for is done (or the time is up), then its
-    dead-letter queues until the poisoned messages are there (or the time is up)."""
-    deadline = time.monotonic() + DRAIN_WITHIN
+    dead-letter queues until the poisoned messages are there (or the time is up). How long
+    each claim that had to wait took to hold, by claim: where a slow drain goes."""
+    began = time.monotonic()
+    deadline = began + DRAIN_WITHIN
+    waited: dict[str, float] = {}
     while True:
         reading = await read_shop(shop, settings, expectations.orders)
         waiting = [i for i in check(reading, expectations) if not i.holds and i.awaits_drain]
+        for invariant in waiting:
+            waited[invariant.claim] = time.monotonic() - began
         if not waiting or time.monotonic() > deadline:
             break
         await asyncio.sleep(2)
     while True:
         reading.dead_letters = await read_dead_letters(settings)
-        if check_dead_letters(reading, expectations).holds or time.monotonic() > deadline:
-            return
+        verdict = check_dead_letters(reading, expectations)
+        if verdict.holds or time.monotonic() > deadline:
+            return waited
+        waited[verdict.claim] = time.monotonic() - began
         await asyncio.sleep(2)
 
 
