@@ -239,15 +239,16 @@ async def drained(
 
 
 async def read_shop(shop: ChaosShop, settings: OpsSettings, orders: list[PlannedOrder]) -> Reading:
-    """The services' databases, the SMTP sink's folder and the gateway's ledger (no dead
-    letters)."""
+    """The services' databases, the SMTP sink's folder and the refunds of the orders paid
+    late at the gateway (no dead letters): what a drain waits for, quick to read again."""
     reading = await read(
         settings.order_database_url,
         settings.payment_database_url,
         settings.notification_database_url,
         shop.mail_dir,
     )
-    reading.refunds = await read_refunds(settings.gateway_url, orders)
+    late = [order for order in orders if order.plan == "late"]
+    reading.refunds = await read_refunds(settings.gateway_url, late)
     return reading
 
 
@@ -259,16 +260,18 @@ async def read_dead_letters(settings: OpsSettings) -> list[DeadLetter]:
 
 
 async def read_all(shop: ChaosShop, settings: OpsSettings, orders: list[PlannedOrder]) -> Reading:
+    """Everything, the refunds of every order charged at the gateway included: the reading
+    that is judged."""
     reading = await read_shop(shop, settings, orders)
     reading.dead_letters = await read_dead_letters(settings)
+    charged = [o for o in orders if o.plan in {"pay", "late", "wrong_amount"}]
+    reading.refunds = await read_refunds(settings.gateway_url, charged)
     return reading
 
 
 async def read_refunds(gateway_url: str, orders: list[PlannedOrder]) -> dict[uuid.UUID, list[int]]:
-    """The refunds the gateway's ledger lists, for every order it charged."""
-    charged = [
-        o.id for o in orders if o.id is not None and o.plan in {"pay", "late", "wrong_amount"}
-    ]
+    """The refunds the gateway's ledger lists, for each of ``orders`` (each one it charged)."""
+    charged = [o.id for o in orders if o.id is not None]
     limit = asyncio.Semaphore(16)
 
     async def refunds(order_id: uuid.UUID) -> tuple[uuid.UUID, list[int]]:
