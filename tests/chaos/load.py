@@ -331,7 +331,14 @@ class Load:
                     while True:
                         await self._tell_the_waiting(payments_db)
                         await asyncio.sleep(0.25)
-            except (OpsError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            except (
+                OpsError,
+                OSError,
+                asyncpg.PostgresError,
+                asyncpg.InterfaceError,
+                # A fetch cut by the restart leaves the connection in no state to go on.
+                asyncpg.InternalClientError,
+            ):
                 await asyncio.sleep(0.5)
 
     async def _tell_the_waiting(self, payments_db: asyncpg.Connection) -> None:
