@@ -320,7 +320,7 @@ class Load:
                 raise AssertionError(f"{api} gave no answer for {_GIVE_UP_AFTER:g} s")
             await asyncio.sleep(_RETRY_PAUSE)
 
-    # -- the late customers wait for their payment to expire ---------------------------
+    # -- customers who let the window pass wait for their payment to expire ------------
 
     async def _watch_payments_expire(self) -> None:
         """Tell each customer waiting for it that its payment expired, through a Postgres
