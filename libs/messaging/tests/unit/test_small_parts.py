@@ -1,4 +1,5 @@
-"""Dead-letter metadata, header hygiene, log masking, relay ordering after partial failure."""
+"""Dead-letter metadata, header hygiene, log masking, relay ordering after partial failure,
+SNS batch answers."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from shop.messaging.logging import mask_emails
 from shop.messaging.message import Delivery, OutgoingMessage
 from shop.messaging.outcome import DeadLetter, Failure
 from shop.messaging.relay import _sent_in_key_order, asyncpg_dsn
+from shop.messaging.transports.sqs.client import refused_entries
 
 FIRST = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 LAST = datetime(2026, 12, 1, 8, 5, tzinfo=UTC)
@@ -67,3 +69,14 @@ def test_after_a_partial_failure_nothing_behind_a_failed_message_of_its_key_is_m
 def test_sqlalchemy_urls_become_asyncpg_dsns() -> None:
     assert asyncpg_dsn("postgresql+asyncpg://u@h:5/db") == "postgresql://u@h:5/db"
     assert asyncpg_dsn("postgresql://u@h/db") == "postgresql://u@h/db"
+
+
+def test_a_batch_entry_sns_names_neither_published_nor_failed_counts_as_refused() -> None:
+    response = {
+        "Successful": [{"Id": "0", "MessageId": "m-0"}],
+        "Failed": [{"Id": "1", "Code": "InvalidParameter", "Message": "too long"}],
+    }
+    refused = refused_entries([0, 1, 2], response)
+    assert refused[1] == "InvalidParameter: too long"
+    assert sorted(refused) == [1, 2], "entry 2 was never said to be published"
+    assert refused_entries([0], {"Successful": [{"Id": "0", "MessageId": "m-0"}]}) == {}

@@ -38,7 +38,10 @@ class AwsEndpoint:
 
 
 class MotoServer:
-    """moto's HTTP server: real SQS/SNS semantics (redrive, visibility, raw delivery); slow."""
+    """moto's HTTP server: real SQS/SNS semantics (redrive, visibility, raw delivery); slow.
+
+    Run through :mod:`shop.devstack.moto_server`, which makes its queues safe for
+    concurrent requests."""
 
     name = "aws"
 
@@ -48,7 +51,15 @@ class MotoServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.process = ManagedProcess(
             "moto",
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            [
+                sys.executable,
+                "-m",
+                "shop.devstack.moto_server",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+            ],
             workdir / "moto.log",
         )
         self.endpoint = AwsEndpoint(url=self.url)

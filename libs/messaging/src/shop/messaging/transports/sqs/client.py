@@ -9,7 +9,7 @@ in the package holds a client.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -221,10 +221,7 @@ class SqsClient:
                 for index, (body, attributes) in entries.items()
             ],
         )
-        return {
-            int(failure["Id"]): f"{failure.get('Code')}: {failure.get('Message')}"
-            for failure in response.get("Failed", [])
-        }
+        return refused_entries(entries.keys(), response)
 
     async def subscribe(self, topic_arn: str, queue_arn: str) -> str:
         # Idempotent: SNS answers an existing subscription with its ARN. Raw delivery:
@@ -385,3 +382,21 @@ class SqsClient:
             moved=int(task.get("ApproximateNumberOfMessagesMoved", 0)),
             failure_reason=str(task.get("FailureReason", status)),
         )
+
+
+def refused_entries(sent: Iterable[int], response: Mapping[str, Any]) -> dict[int, str]:
+    """Why SNS refused each entry of a PublishBatch it refused, by index.
+
+    An entry SNS names in neither ``Successful`` nor ``Failed`` is refused too: only an
+    entry it says it published counts as published (moto drops an entry whose delivery to
+    a queue raised, naming it nowhere; the outbox sends it again rather than lose it).
+    """
+    refused = {
+        int(failure["Id"]): f"{failure.get('Code')}: {failure.get('Message')}"
+        for failure in response.get("Failed", [])
+    }
+    published = {int(success["Id"]) for success in response.get("Successful", [])}
+    for index in sent:
+        if index not in published and index not in refused:
+            refused[index] = "Unacknowledged: SNS named it neither published nor failed"
+    return refused

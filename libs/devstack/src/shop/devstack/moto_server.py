@@ -1,0 +1,92 @@
+"""moto's server with its SQS queues made safe for concurrent requests.
+
+moto's server answers each request on a thread of its own, but its SQS queues change their
+message lists without a lock: ``Queue.delete_message`` rebuilds the list from a copy, so a
+message SNS adds to the queue meanwhile is lost, and a message another request deletes
+meanwhile comes back; two receives can hand out one message at once. A real SQS does none
+of this, and under the shop's load it lost messages and delivered deleted ones again.
+
+This module runs ``moto.server`` with every change to a queue's messages under one lock.
+A long poll holds it only while it looks: it waits for a message outside it. It reaches
+under moto's public API (its backend classes), so ``tests/unit/test_moto_server.py`` pins
+the methods it wraps and shows the race still there without it: an upgrade that changes
+either fails that test, loudly.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+from moto.server import main as moto_main
+from moto.sqs.models import Queue, SQSBackend
+
+QUEUE_WRITES: Final = threading.RLock()
+"""Held by every change to a queue's messages (the server's one SQS lock)."""
+
+_WRAPPED: Final = {
+    Queue: ("add_message", "delete_message"),
+    SQSBackend: ("change_message_visibility", "purge_queue"),
+}
+"""The methods that change a queue's messages; ``receive_message`` is wrapped apart."""
+
+
+def _under_lock(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with QUEUE_WRITES:
+            return method(*args, **kwargs)
+
+    locked.__shop_serialised__ = True  # type: ignore[attr-defined]
+    return locked
+
+
+def _polling_outside_lock(receive: Callable[..., Any]) -> Callable[..., Any]:
+    """``receive_message`` that looks under the lock and waits for a message outside it:
+    a long poll holding the lock would hold up every send it waits for."""
+
+    @functools.wraps(receive)
+    def receive_message(
+        self: SQSBackend, queue_name: str, count: int, wait_seconds_timeout: int, *rest: Any
+    ) -> Any:
+        # rest: the visibility timeout and the attribute names, passed on as they came
+        deadline = time.monotonic() + wait_seconds_timeout
+        while True:
+            with QUEUE_WRITES:
+                found = receive(self, queue_name, count, 0, *rest)
+            left = deadline - time.monotonic()
+            if found or left <= 0:
+                return found
+            # Woken by a send; a message whose visibility ends is seen at the next look.
+            self.get_queue(queue_name).wait_for_messages(min(1, left))  # type: ignore[arg-type]
+
+    receive_message.__shop_serialised__ = True  # type: ignore[attr-defined]
+    return receive_message
+
+
+def serialise_queue_writes() -> None:
+    """Wrap moto's SQS methods (once; a second call changes nothing)."""
+    if is_serialised():
+        return
+    for owner, names in _WRAPPED.items():
+        for name in names:
+            setattr(owner, name, _under_lock(getattr(owner, name)))
+    SQSBackend.receive_message = _polling_outside_lock(SQSBackend.receive_message)  # type: ignore[method-assign]
+
+
+def is_serialised() -> bool:
+    return getattr(SQSBackend.receive_message, "__shop_serialised__", False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m shop.devstack.moto_server`` takes ``moto.server``'s arguments."""
+    serialise_queue_writes()
+    moto_main(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    main()
