@@ -19,7 +19,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from shop.devstack.errors import DevstackError
-from shop.devstack.process import ManagedProcess, free_port, port_accepts
+from shop.devstack.process import ManagedProcess, free_port, ready_at
 from shop.devstack.procfile import Placeholders, ShopProcess, load
 from shop.devstack.settings import DevstackSettings
 from shop.devstack.stack import Devstack
@@ -49,6 +49,8 @@ class Replica:
     port: int
     """Its API port, or its worker's health port (``/metrics``, ``/readyz``)."""
     log_path: Path
+    ready_path: str | None = None
+    """What answers 200 once it is ready (else: its port accepts connections)."""
     process: ManagedProcess = field(init=False)
     starts: int = 0
     life_offset: int = 0
@@ -66,7 +68,7 @@ class Replica:
         return self.process.running()
 
     def ready(self) -> bool:
-        return self.running() and port_accepts("127.0.0.1", self.port)
+        return self.running() and ready_at(self.port, self.ready_path)
 
 
 def _replicas(process: ShopProcess, base_env: dict[str, str], logs: Path) -> list[Replica]:
@@ -90,6 +92,7 @@ def _replicas(process: ShopProcess, base_env: dict[str, str], logs: Path) -> lis
                 env={**base_env, **own},
                 port=port,
                 log_path=logs / f"{name}.log",
+                ready_path=process.ready_path,
             )
         )
     return replicas
@@ -139,7 +142,9 @@ class ChaosShop:
         for replica in self.replicas:
             replica.start()
         for replica in self.replicas:
-            replica.process.wait_until(replica.ready, timeout, f"listening on {replica.port}")
+            replica.process.wait_until(
+                replica.ready, timeout, f"ready on {replica.port}{replica.ready_path or ''}"
+            )
 
     def stop(self) -> None:
         if self._frozen:

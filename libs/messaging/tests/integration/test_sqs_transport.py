@@ -126,7 +126,6 @@ class Recorder:
             OrderCreated,
             transactional=False,
             max_attempts=max_attempts,
-            outage_attempts=max_attempts,
             base_delay=base_delay,
         )
         async def handle(event: OrderCreated, ctx: Any) -> None:

@@ -156,33 +156,63 @@ async def test_a_timeout_raised_inside_a_handler_is_its_own_failure_not_the_pipe
     assert "the database did not answer" in records[0].outcome.failure.error_message  # type: ignore[union-attr]
 
 
-async def test_a_failure_that_says_the_database_is_away_does_not_spend_the_messages_attempts() -> (
+def away(error: BaseException) -> bool:
+    return isinstance(error, ConnectionRefusedError)
+
+
+async def test_a_message_that_meets_the_database_away_waits_in_place_and_keeps_its_attempts() -> (
     None
 ):
+    calls: list[int] = []
+
+    async def back_after_three_refusals(event: OrderCreated, ctx: MessageContext) -> None:
+        calls.append(ctx.attempt)
+        if len(calls) <= 3:
+            raise ConnectionRefusedError(111, "Connect call failed")
+        raise ValueError("its own failure, once the database is back")
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False, max_attempts=3)(back_after_three_refusals)
+    pipeline = Pipeline(router, time_scale=0.001, outage=away)
+
+    # Its first try meets the outage: it is tried again in place, still its first attempt,
+    # and its own failure after the outage is that first attempt's, with two more to come.
+    outcome = await pipeline.process(delivery(attempt=1))
+    assert calls == [1, 1, 1, 1]
+    assert isinstance(outcome, Retry)
+    assert outcome.attempt == 1
+    assert "its own failure" in outcome.failure.error_message
+
+
+async def test_an_outage_that_outlasts_its_tries_in_place_spends_one_attempt() -> None:
+    calls: list[int] = []
+
     async def database_down(event: OrderCreated, ctx: MessageContext) -> None:
+        calls.append(ctx.attempt)
         raise ConnectionRefusedError(111, "Connect call failed")
 
     router = Router("notification-service")
-    router.subscriber(OrderCreated, transactional=False, max_attempts=3)(database_down)
-    pipeline = Pipeline(router, outage=lambda error: isinstance(error, ConnectionRefusedError))
+    router.subscriber(OrderCreated, transactional=False, max_attempts=3, outage_attempts=4)(
+        database_down
+    )
+    pipeline = Pipeline(router, time_scale=0.001, outage=away)
 
-    # Past its own three attempts, the message is still tried again while the outage lasts…
-    outcome = await pipeline.process(delivery(attempt=3))
-    assert isinstance(outcome, Retry)
-    # …at the longest delay its policy has (every transport has a way to wait that long)…
-    assert outcome.delay <= router.for_type("order.created").retry.delay(2) * 1.5  # type: ignore[union-attr]
-    # …until the outage has had its own tries, and then it is given up on like any other.
-    last = router.for_type("order.created").retry.outage_attempts  # type: ignore[union-attr]
-    assert isinstance(await pipeline.process(delivery(attempt=last)), DeadLetter)
-    assert router.max_attempts == last, "an SQS queue lets the outage's tries through"
+    assert isinstance(await pipeline.process(delivery(attempt=1)), Retry)
+    assert len(calls) == 4, "tried in place until the outage's tries were spent"
+    assert isinstance(await pipeline.process(delivery(attempt=3)), DeadLetter)
+    assert router.max_attempts == 3, "an SQS queue counts the message's own attempts"
 
 
-async def test_any_other_failure_spends_them() -> None:
+async def test_any_other_failure_spends_an_attempt_at_once() -> None:
+    calls: list[int] = []
+
     async def broken(event: OrderCreated, ctx: MessageContext) -> None:
+        calls.append(ctx.attempt)
         raise ValueError("a defect")
 
     router = Router("notification-service")
     router.subscriber(OrderCreated, transactional=False, max_attempts=3)(broken)
-    pipeline = Pipeline(router, outage=lambda error: isinstance(error, ConnectionRefusedError))
+    pipeline = Pipeline(router, outage=away)
 
     assert isinstance(await pipeline.process(delivery(attempt=3)), DeadLetter)
+    assert calls == [3]

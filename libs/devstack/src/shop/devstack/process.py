@@ -11,6 +11,8 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -39,6 +41,23 @@ def port_accepts(host: str, port: int, timeout: float = 0.2) -> bool:
             return True
     except OSError:
         return False
+
+
+def answers_ok(url: str, timeout: float = 1.0) -> bool:
+    """Whether a GET of ``url`` answers 200 (a readiness endpoint saying ready)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as reply:
+            return bool(reply.status == 200)
+    except (urllib.error.URLError, OSError):  # HTTPError (a 503) is a URLError too
+        return False
+
+
+def ready_at(port: int, path: str | None) -> bool:
+    """Whether the process behind ``port`` is ready: ``path`` answers 200 there, or, with
+    no path, the port accepts connections."""
+    if path is None:
+        return port_accepts("127.0.0.1", port)
+    return answers_ok(f"http://127.0.0.1:{port}{path}")
 
 
 class ManagedProcess:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shop.devstack.errors import DevstackError
-from shop.devstack.process import ManagedProcess, free_port, port_accepts
+from shop.devstack.process import ManagedProcess, free_port, port_accepts, ready_at
 from shop.devstack.stack import Endpoints
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?::([a-z0-9_]+(?:=[0-9]+)?))?\}")
@@ -43,7 +43,11 @@ class ShopProcess:
     env: dict[str, str]
     setup: list[list[str]] = field(default_factory=list)
     ready_port: int | None = None
-    """The process is ready once this port accepts connections."""
+    """The process is ready once this port accepts connections…"""
+    ready_path: str | None = None
+    """…or, when set, once a GET of this path on it answers 200: a worker's health port
+    opens before it has declared its queues, and an event published meanwhile on SNS
+    reaches no queue of it."""
     url: str | None = None
     """Where a person reaches it (printed)."""
 
@@ -151,6 +155,7 @@ def load(path: Path, placeholders: Placeholders, *, transport: str = "kafka") ->
                 env=environment(spec),
                 setup=[[placeholders.resolve(p) for p in step] for step in spec.get("setup", [])],
                 ready_port=int(placeholders.resolve(str(ready_port))) if ready_port else None,
+                ready_path=spec.get("ready_path"),
                 url=placeholders.resolve(spec["url"]) if "url" in spec else None,
             )
         )
@@ -190,9 +195,9 @@ class ShopProcesses:
         for process, managed in zip(self.processes, self._running, strict=True):
             if process.ready_port is not None:
                 managed.wait_until(
-                    functools.partial(port_accepts, "127.0.0.1", process.ready_port),
+                    functools.partial(ready_at, process.ready_port, process.ready_path),
                     timeout,
-                    f"listening on {process.ready_port}",
+                    f"ready on {process.ready_port}{process.ready_path or ''}",
                 )
 
     def stop(self) -> None:

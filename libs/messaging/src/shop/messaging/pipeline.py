@@ -64,8 +64,9 @@ class Pipeline:
         """``system``: the transport's name, for the spans (the worker gives it).
         ``handler_timeout``: for the subscribers that declare no timeout of their own.
         ``outage``: whether a failure says something the handlers need is away (the
-        service's database, say) rather than that the message failed: such a failure does
-        not spend the message's attempts (see :class:`RetryPolicy`)."""
+        service's database, say) rather than that the message failed: such a failure is
+        tried again in place and does not spend the message's attempts (see
+        :class:`RetryPolicy`)."""
         self.router = router
         self.system = system
         self.group = router.group
@@ -107,7 +108,9 @@ class Pipeline:
                         f"not {envelope.type}.v{envelope.version}"
                     )
                 async with self._slots[subscriber.message_type]:
-                    outcome: Outcome = await self._handle_within(subscriber, envelope, delivery)
+                    outcome: Outcome = await self._handle_through_outage(
+                        subscriber, envelope, delivery
+                    )
             except (ContractError, PermanentError) as error:
                 outcome = self._dead_letter(delivery, error)
             except Exception as error:  # every unexpected failure is transient by design
@@ -118,6 +121,35 @@ class Pipeline:
             )
             self._report(delivery, subscriber, envelope, outcome, time.perf_counter() - started)
         return outcome
+
+    async def _handle_through_outage(
+        self, subscriber: Subscriber, envelope: Envelope[Contract], delivery: Delivery
+    ) -> Ack:
+        """:meth:`_handle_within`, tried again in place while its failure says what the
+        handler needs is away (a database restarting): the message keeps its attempts for
+        failures of its own, and a restart sends nothing round the bus. An outage that
+        outlasts the policy's ``outage_attempts`` tries is a failure like any other."""
+        policy = self._policies[subscriber.message_type]
+        tries = 1
+        while True:
+            try:
+                return await self._handle_within(subscriber, envelope, delivery)
+            except Exception as error:
+                if not self._outage(error) or tries >= policy.outage_attempts:
+                    raise
+                delay = policy.outage_delay(tries)
+                log.warning(
+                    "what the handler needs is away; trying again in place",
+                    group=self.group,
+                    subscriber=subscriber.name,
+                    event_id=str(envelope.event_id),
+                    attempt=delivery.attempt,
+                    tries=tries,
+                    delay_seconds=round(delay, 3),
+                    error=str(error),
+                )
+                await asyncio.sleep(delay)
+                tries += 1
 
     async def _handle_within(
         self, subscriber: Subscriber, envelope: Envelope[Contract], delivery: Delivery
@@ -191,13 +223,10 @@ class Pipeline:
     def _retry_or_give_up(
         self, delivery: Delivery, error: BaseException, policy: RetryPolicy
     ) -> Retry | DeadLetter:
-        outage = self._outage(error)
-        if policy.gives_up_after(delivery.attempt, outage=outage):
+        if policy.gives_up_after(delivery.attempt):
             return self._dead_letter(delivery, error)
         return Retry(
-            delay=policy.outage_delay(delivery.attempt)
-            if outage
-            else policy.delay(delivery.attempt),
+            delay=policy.delay(delivery.attempt),
             attempt=delivery.attempt,
             failure=Failure.of(error),
             first_failure_at=delivery.first_failure_at or datetime.now(UTC),

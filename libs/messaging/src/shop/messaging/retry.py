@@ -9,8 +9,8 @@ DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_BASE_DELAY = 2.0
 DEFAULT_MAX_DELAY = 300.0
 DEFAULT_OUTAGE_ATTEMPTS = 30
-"""Tries while what a handler needs is away: at 16 s apart (the default schedule's longest
-delay), some eight minutes of a database restarting or failing over."""
+"""Tries in place while what a handler needs is away: at up to 16 s apart (the default
+schedule's longest delay), some seven minutes of a database restarting or failing over."""
 JITTER = 0.2
 """Each delay is spread by up to ±20% so that messages failed together do not all come
 back in the same instant; small enough that delays still grow from one attempt to the next."""
@@ -25,8 +25,9 @@ class RetryPolicy:
     without changing the shape of the schedule.
 
     A failure that says something the handler needs is away (the database down: an
-    outage, not the message's fault) does not spend the message's attempts: it is tried
-    again at the schedule's longest delay until ``outage_attempts`` tries in all.
+    outage, not the message's fault) does not spend the message's attempts: the handler
+    is tried again in place, at the schedule's delays held at its longest, up to
+    ``outage_attempts`` tries; an outage that outlasts them spends one attempt.
     """
 
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
@@ -43,22 +44,14 @@ class RetryPolicy:
         if self.time_scale <= 0:
             raise ValueError("time_scale must be positive")
 
-    def gives_up_after(self, attempt: int, *, outage: bool = False) -> bool:
-        """True when failed attempt number ``attempt`` was the last one allowed (for a
-        failure that was an outage, the last of ``outage_attempts``)."""
-        return attempt >= (self.most_attempts if outage else self.max_attempts)
+    def gives_up_after(self, attempt: int) -> bool:
+        """True when failed attempt number ``attempt`` was the last one allowed."""
+        return attempt >= self.max_attempts
 
-    @property
-    def most_attempts(self) -> int:
-        """The most tries a message may get (outages included): an SQS queue's
-        ``maxReceiveCount`` must let them through."""
-        return max(self.max_attempts, self.outage_attempts)
-
-    def outage_delay(self, attempt: int) -> float:
-        """Seconds to wait after failed attempt ``attempt`` during an outage: the schedule's
-        own delays, held at its longest past its last attempt (a delay every transport has
-        a way to wait)."""
-        return self.delay(min(attempt, max(self.max_attempts - 1, 1)))
+    def outage_delay(self, tries: int) -> float:
+        """Seconds to wait in place after ``tries`` tries met an outage: the schedule's
+        own delays, held at its longest past its last attempt."""
+        return self.delay(min(tries, max(self.max_attempts - 1, 1)))
 
     def nominal_delay(self, attempt: int) -> float:
         """The unscaled, unjittered delay after failed attempt ``attempt`` (1-based).

@@ -106,6 +106,6 @@ class Router:
 
     @property
     def max_attempts(self) -> int:
-        """The most tries any subscriber allows, outages included (the SQS queue's
-        maxReceiveCount)."""
-        return max((s.retry.most_attempts for s in self), default=DEFAULT_MAX_ATTEMPTS)
+        """The most tries any subscriber allows (the SQS queue's maxReceiveCount); an
+        outage's tries happen in place and take none of them."""
+        return max((s.retry.max_attempts for s in self), default=DEFAULT_MAX_ATTEMPTS)
