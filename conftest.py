@@ -13,10 +13,28 @@ The plugin also marks each test by its tier folder (``unit/``, ``integration/``,
 """
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+import structlog
 
 from shop.messaging.testing import stop_recording_spans
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _loggers_never_cached() -> Iterator[None]:
+    """Tests configure logging again and again (every worker built in-process does) and
+    capture it (``structlog.testing.capture_logs``). A logger cached on first use keeps the
+    processors of its day, so its lines would escape the capture of a later test, which
+    would then pass or fail by the order the tests ran in."""
+    configure = structlog.configure
+
+    def uncached(**settings: Any) -> None:
+        configure(**{**settings, "cache_logger_on_first_use": False})
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(structlog, "configure", uncached)
+        yield
 
 
 @pytest.fixture(autouse=True)

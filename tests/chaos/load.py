@@ -85,6 +85,8 @@ class LoadFigures:
     unavailable: list[tuple[str, float]] = field(default_factory=list)
     """503s (an API whose database is away says to send again), by API and wall-clock time."""
     in_flight: Counter[str] = field(default_factory=Counter)
+    begun: Counter[str] = field(default_factory=Counter)
+    """Requests begun so far, by API (a kill waits for one begun after its API froze)."""
 
 
 def plan_orders(
@@ -271,6 +273,7 @@ class Load:
         """A gateway call, while which a payment-api request is under way (the gateway
         posts to it)."""
         self.figures.in_flight["payment-api"] += 1
+        self.figures.begun["payment-api"] += 1
         try:
             return await _unless_slow(call)
         finally:
@@ -300,6 +303,7 @@ class Load:
         while True:
             self.figures.requests[api] += 1
             self.figures.in_flight[api] += 1
+            self.figures.begun[api] += 1
             try:
                 reply = await send()
             except httpx.ConnectError:

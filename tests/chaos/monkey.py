@@ -33,6 +33,9 @@ RESTART_AFTER: Final = 1.0
 """How long a killed replica stays down: an orchestrator's restart, roughly."""
 DATABASE_DOWN: Final = 7.0
 """How long Postgres stays stopped: a restart, or a failover, as a process sees it."""
+_ON_THE_WIRE: Final = 0.5
+"""Seconds for a request begun after its API froze to be sent (the load's loop may be
+slow under fire); frozen, the API cannot answer it meanwhile."""
 PROVIDER_MISHAP_WITHIN: Final = 30.0
 """How long the provider is left misbehaving for the mishap to meet a message."""
 
@@ -187,11 +190,14 @@ class Monkey:
             await self.shop.wait_ready(replica)
             self._busy.add(replica.name)
             cut_before = self.figures.cut[api]
-            # Frozen first, so that the requests that reach it from now on are certainly
-            # under way (sent, unanswered) when it dies.
+            begun_before = self.figures.begun[api]
+            # Frozen first, so that a request begun from now on is certainly under way
+            # (sent, unanswered) when it dies. One in flight already may have had its
+            # answer, not yet read: only one begun after the freeze is counted on.
             replica.process.send_signal(signal.SIGSTOP)
             try:
-                await self._when_in_flight(api)
+                await self._when_begun_since(api, begun_before)
+                await asyncio.sleep(_ON_THE_WIRE)
                 in_flight = self.figures.in_flight[api]
                 await self._kill(replica, f"kill -9 {api} mid-request", f"{in_flight} in flight")
             except BaseException:
@@ -256,13 +262,14 @@ class Monkey:
         task.add_done_callback(lambda _: self._busy.discard(replica.name))
         self._tasks.append(task)
 
-    async def _when_in_flight(self, api: str, within: float = 30) -> None:
-        """Wait for a request to be on its way to ``api``, to cut it (webhooks stop for a
-        while when payment-service's consumers rebalance after a kill)."""
+    async def _when_begun_since(self, api: str, begun: int, within: float = 30) -> None:
+        """Wait for a request to ``api`` begun after the first ``begun``, to cut it
+        (webhooks stop for a while when payment-service's consumers rebalance after a
+        kill)."""
         deadline = time.monotonic() + within
         # A poll of the load's own counter: it has no event to wait on, and 5 ms is short
         # beside a checkout.
-        while self.figures.in_flight[api] == 0 and time.monotonic() < deadline:  # noqa: ASYNC110
+        while self.figures.begun[api] <= begun and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.005)
 
     async def _freeze(self) -> None:

@@ -193,10 +193,11 @@ def running_shop(
 ) -> Iterator[RunningShop]:
     """``make run`` on ``transport``, in ``workdir``; stopped with SIGTERM at the end.
 
-    The devstack chooses each port (8001 when it is free, …) before the process that is to
-    listen on it starts, so another stack starting at the same moment on this machine may
-    take one first. Such a start is stopped and made again, in a folder of its own: the
-    shop did nothing wrong, and its tests must not fail for it."""
+    Its processes listen on free ports (``--any-ports``), never make run's usual ones, which
+    the stacks the suite runs side by side would all want. The devstack chooses each port
+    before the process that is to listen on it starts, so another stack starting at the
+    same moment may still take one first. Such a start is stopped and made again, in a
+    folder of its own: the shop did nothing wrong, and its tests must not fail for it."""
     env = {**os.environ, "COLUMNS": "200", "SHOP_TRANSPORT": transport, **(extra_env or {})}
     for attempt in range(1, START_ATTEMPTS + 1):
         folder = workdir if attempt == 1 else workdir.with_name(f"{workdir.name}-{attempt}")
@@ -215,7 +216,7 @@ def _make_run(workdir: Path, env: dict[str, str]) -> Iterator[str | None]:
     another process took one of the ports it chose; stopped with SIGTERM at the end."""
     process = subprocess.Popen(
         [sys.executable, "-m", "shop.devstack", "up", "--workdir", str(workdir),
-         "--procfile", str(ROOT / "devstack.toml")],
+         "--procfile", str(ROOT / "devstack.toml"), "--any-ports"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT, env=env,
     )  # fmt: skip
     children: list[psutil.Process] = []

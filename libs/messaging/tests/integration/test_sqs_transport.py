@@ -208,7 +208,7 @@ async def test_declaring_twice_changes_nothing_and_wires_the_queue(
     attributes = await queue_attributes(sqs, queues.url)
     assert json.loads(attributes["RedrivePolicy"]) == {
         "deadLetterTargetArn": queues.dead_letters_arn,
-        "maxReceiveCount": 30,  # the most tries any subscriber allows, an outage's included
+        "maxReceiveCount": 4,  # the most attempts any subscriber allows
     }
     assert attributes["VisibilityTimeout"] == "2"
     [statement] = json.loads(attributes["Policy"])["Statement"]

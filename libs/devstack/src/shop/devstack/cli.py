@@ -82,6 +82,13 @@ def up(
             help=f"The bus the shop's processes use: {' or '.join(TRANSPORTS)}.",
         ),
     ] = "kafka",
+    any_ports: Annotated[
+        bool,
+        typer.Option(
+            "--any-ports",
+            help="Free ports only, never the usual ones (8001, …): for a stack beside another.",
+        ),
+    ] = False,
 ) -> None:
     """Start every part, print where it listens, stop them all on Ctrl-C or SIGTERM."""
     if transport not in TRANSPORTS:
@@ -110,7 +117,8 @@ def up(
     try:
         console.print(_describe(endpoints))
         if procfile is not None:
-            loaded = load(procfile, Placeholders(endpoints, stack.workdir), transport=transport)
+            placeholders = Placeholders(endpoints, stack.workdir, preferred_ports=not any_ports)
+            loaded = load(procfile, placeholders, transport=transport)
             shop_env = loaded.write_shop_env(stack.workdir)
             processes = _start_processes(loaded, stack.workdir)
             console.print(_describe_processes(processes.processes))
