@@ -5,6 +5,7 @@ server stops to the moment it accepts connections again."""
 from __future__ import annotations
 
 import asyncpg
+import asyncpg.exceptions._base as asyncpg_client
 import pytest
 from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_dbapi
 from sqlalchemy.exc import DBAPIError, IntegrityError
@@ -34,6 +35,9 @@ def test_a_database_stopping_or_starting_is_away(error: Exception) -> None:
     [
         asyncpg.QueryCanceledError("canceling statement due to statement timeout"),
         asyncpg.UniqueViolationError("duplicate key value"),
+        # asyncpg's own check of a value it is given: an InterfaceError by its class.
+        asyncpg_client.DataError("invalid input for query argument $1: 70000 (out of int16 range)"),
+        asyncpg_client.OutdatedSchemaCacheError("cached statement plan is invalid"),
         ValueError("a bug"),
     ],
     ids=type,
@@ -53,3 +57,7 @@ def test_the_drivers_own_error_over_a_restart_is_away_too() -> None:
     failed = AsyncAdapt_asyncpg_dbapi.Error("duplicate key value")
     failed.__cause__ = asyncpg.UniqueViolationError("duplicate key value")
     assert not connection_lost(failed)
+    refused = AsyncAdapt_asyncpg_dbapi.Error("invalid input for query argument $1")
+    refused.__cause__ = asyncpg_client.DataError("invalid input for query argument $1")
+    assert not connection_lost(refused)
+    assert not connection_lost(DBAPIError("INSERT", {}, refused))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+import structlog
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -245,25 +246,27 @@ async def test_a_late_payment_given_back_before_its_expiry_arrives_waits_for_it(
     async with checkout_transaction(engine) as checkout:
         order_id = await place_order(checkout)
 
-    async with running(build_worker(kafka_settings, health_port=0)):
-        await deliver(kafka_settings, reversed_(order_id, "rf_early", 89000, 89000), times=1)
+    worker = build_worker(kafka_settings, health_port=0)  # configures logging: before the capture
+    with structlog.testing.capture_logs() as logs:
+        async with running(worker):
+            await deliver(kafka_settings, reversed_(order_id, "rf_early", 89000, 89000), times=1)
 
-        async def retried() -> bool:
-            async with sessions() as session:
-                handled = select(inbox.c.message_type).where(
-                    inbox.c.message_type == "payment.reversed"
+            async def retried() -> bool:
+                # Its first try failed and was put off, and the order is still pending.
+                failed = any(
+                    line["event"] == "handler failed, will retry"
+                    and line.get("subscriber") == "record_payment_reversal"
+                    for line in logs
                 )
-                return (await session.execute(handled)).first() is None and bool(
-                    await status_of(sessions, order_id) == "pending"
-                )
+                return failed and await status_of(sessions, order_id) == "pending"
 
-        await eventually(retried, within=10, what="the reversal to be waiting")
-        await deliver(kafka_settings, expired(order_id), times=1)
+            await eventually(retried, within=10, what="the reversal to be put off")
+            await deliver(kafka_settings, expired(order_id), times=1)
 
-        async def told() -> bool:
-            return bool(await written(sessions, OrderPaymentReversed))
+            async def told() -> bool:
+                return bool(await written(sessions, OrderPaymentReversed))
 
-        await eventually(told, within=60, what="the reversal to be recorded after the expiry")
+            await eventually(told, within=60, what="the reversal to be recorded after the expiry")
 
     assert await status_of(sessions, order_id) == "cancelled"
     [reversal] = await written(sessions, OrderPaymentReversed)

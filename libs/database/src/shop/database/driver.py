@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import asyncpg
+import asyncpg.exceptions._base as asyncpg_client
 from sqlalchemy.exc import DBAPIError, EmulatedDBAPIException
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
@@ -24,7 +25,18 @@ CONNECTION_LOST = (
     TimeoutError,
 )
 """What says the database connection is gone, not that a statement failed: the request
-may be tried again once the database is back."""
+may be tried again once the database is back…"""
+NOT_LOST = (
+    asyncpg_client.DataError,
+    asyncpg_client.ClientConfigurationError,
+    asyncpg_client.UnsupportedClientFeatureError,
+    asyncpg_client.UnsupportedServerFeatureError,
+    asyncpg_client.OutdatedSchemaCacheError,
+    asyncpg_client.ProtocolError,
+)
+"""…but for these, of the same classes: asyncpg refusing a value or a statement itself (a
+number out of a column's range, a plan its cache has outlived). Tried again they fail
+again, so they are the statement's failure."""
 DATABASE_FAILURES = (*CONNECTION_LOST, DBAPIError, EmulatedDBAPIException)
 """What a request may meet when the database fails it (for :func:`connection_lost` to sort):
 SQLAlchemy's errors, and the asyncpg dialect's own, which a raw connection's checkout
@@ -34,18 +46,16 @@ raises unwrapped (with asyncpg's error as its cause)."""
 def connection_lost(error: BaseException) -> bool:
     """Whether ``error`` says the database could not be reached (down, restarting, the
     connection cut), rather than that a statement failed (a defect, or a bad request)."""
-    if isinstance(error, CONNECTION_LOST):
-        return True
     if isinstance(error, DBAPIError):
         cause = error.orig.__cause__ if error.orig is not None else None
-        return (
-            error.connection_invalidated
-            or isinstance(error.orig, CONNECTION_LOST)
-            or isinstance(cause, CONNECTION_LOST)
-        )
+        return error.connection_invalidated or _lost(error.orig) or _lost(cause)
     if isinstance(error, EmulatedDBAPIException):
-        return isinstance(error.__cause__, CONNECTION_LOST)
-    return False
+        return _lost(error.__cause__)
+    return _lost(error)
+
+
+def _lost(error: BaseException | None) -> bool:
+    return isinstance(error, CONNECTION_LOST) and not isinstance(error, NOT_LOST)
 
 
 @asynccontextmanager
@@ -60,7 +70,7 @@ async def driver_connection(engine: AsyncEngine) -> AsyncIterator[asyncpg.Connec
     try:
         yield connection
     except BaseException as error:
-        if connection.is_closed() or isinstance(error, CONNECTION_LOST):
+        if connection.is_closed() or _lost(error):
             # SQLAlchemy never saw this error: tell its pool to open a new connection
             # instead of handing this dead one to the next request.
             await greenlet_spawn(pooled.invalidate, error)

@@ -8,9 +8,13 @@ from dataclasses import dataclass
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_BASE_DELAY = 2.0
 DEFAULT_MAX_DELAY = 300.0
-DEFAULT_OUTAGE_ATTEMPTS = 30
-"""Tries in place while what a handler needs is away: at up to 16 s apart (the default
-schedule's longest delay), some seven minutes of a database restarting or failing over."""
+DEFAULT_OUTAGE_ATTEMPTS = 15
+"""Tries in place while what a handler needs is away: 2, 4, 8, then 16 s apart, some three
+and a half minutes of a database restarting or failing over. A message waits them out
+holding its slot, so they stay well within Kafka's max.poll.interval (5 min): with every
+slot held, the consumer stops polling."""
+OUTAGE_MAX_DELAY = 16.0
+"""The longest wait in place between two tries that met an outage."""
 JITTER = 0.2
 """Each delay is spread by up to ±20% so that messages failed together do not all come
 back in the same instant; small enough that delays still grow from one attempt to the next."""
@@ -26,7 +30,7 @@ class RetryPolicy:
 
     A failure that says something the handler needs is away (the database down: an
     outage, not the message's fault) does not spend the message's attempts: the handler
-    is tried again in place, at the schedule's delays held at its longest, up to
+    is tried again in place, at the schedule's delays (16 s at most), up to
     ``outage_attempts`` tries; an outage that outlasts them spends one attempt.
     """
 
@@ -43,6 +47,8 @@ class RetryPolicy:
             raise ValueError("base_delay must be positive and at most max_delay")
         if self.time_scale <= 0:
             raise ValueError("time_scale must be positive")
+        if self.outage_attempts < 1:
+            raise ValueError("outage_attempts must be at least 1")
 
     def gives_up_after(self, attempt: int) -> bool:
         """True when failed attempt number ``attempt`` was the last one allowed."""
@@ -50,8 +56,8 @@ class RetryPolicy:
 
     def outage_delay(self, tries: int) -> float:
         """Seconds to wait in place after ``tries`` tries met an outage: the schedule's
-        own delays, held at its longest past its last attempt."""
-        return self.delay(min(tries, max(self.max_attempts - 1, 1)))
+        own delays, held at :data:`OUTAGE_MAX_DELAY` at most."""
+        return min(self.delay(tries), OUTAGE_MAX_DELAY * self.time_scale)
 
     def nominal_delay(self, attempt: int) -> float:
         """The unscaled, unjittered delay after failed attempt ``attempt`` (1-based).

@@ -6,11 +6,11 @@ model."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any
 
+import structlog
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Route
 
-log = logging.getLogger("shop.web")
+log = structlog.get_logger("shop.web")
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -109,7 +109,7 @@ def answer_unavailable(
     async def unavailable(_: Request, error: Exception) -> JSONResponse:
         if not unreachable(error):
             raise error
-        log.warning("%s unavailable: %r", what, error)
+        log.warning(f"{what} unavailable", error=repr(error))
         return problem(
             503,
             "Service unavailable",

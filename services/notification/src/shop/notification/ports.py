@@ -56,6 +56,10 @@ class SendingElsewhere(Exception):
 
 
 class RecordOfSent(Protocol):
+    """The record of the e-mails sent. Checked and written by a sender only through
+    :meth:`SentLog.sending`, which holds the e-mail for it: outside it, another delivery
+    may be sending the same e-mail between the check and the record."""
+
     async def already_sent(self, key: NotificationKey) -> bool: ...
 
     async def mark_sent(

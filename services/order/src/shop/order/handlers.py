@@ -20,7 +20,7 @@ from shop.order.service_layer import cancellation, payments, reversals
 
 REVERSAL_ATTEMPTS: Final = 10
 """Tries of a reversal that came before the payment or expiry it follows: with backoff
-from 2 s doubling to 5 min, about 17 minutes of waiting."""
+from 2 s doubling to 5 min, some 13 minutes of waiting."""
 
 
 def build_router(store: OrderStore) -> Router:
@@ -48,7 +48,7 @@ def build_router(store: OrderStore) -> Router:
 
     # A reversal may overtake the event it follows (PaymentReceived, or PaymentExpired for a
     # late payment given back): they travel on topics consumed apart. It is tried again
-    # for a while (some 17 minutes) before it is left to a person.
+    # for a while (some 13 minutes) before it is left to a person.
     @router.subscriber(PaymentReversed, max_attempts=REVERSAL_ATTEMPTS)
     async def record_payment_reversal(event: PaymentReversed, ctx: MessageContext) -> None:
         try:
