@@ -19,6 +19,9 @@ from shop.simulators.mail import ProviderJournal
 from .invariants import SendBlow, local_part
 
 SENDING: Final = "sending e-mail"
+PUT_OFF: Final = "another delivery is sending"
+"""A second delivery of an event finding its e-mail held by the first: its failure says
+nothing of the first one's send."""
 SEND_OUTCOMES: Final = frozenset({"e-mail sent", "e-mail sent twice"})
 """Lines that close a send: the e-mail was recorded (or found recorded by another)."""
 
@@ -96,6 +99,7 @@ def open_sends(life: LogSlice, at: float, *, failures_from: float | None = None)
         elif (
             line.get("level") in {"warning", "error"}
             and "event_id" in line
+            and PUT_OFF not in str(line.get("error", ""))
             and (failures_from is None or when is None or when < failures_from)
         ):
             # The delivery failed (a retry, a dead letter): its send, if any, did not go.

@@ -461,3 +461,19 @@ def test_a_send_whose_record_failed_as_the_database_stopped_is_open_at_its_resta
 
     assert open_sends(LogSlice(log, 0), down, failures_from=stopping) == {f"{CONFIRMATION}.{ORDER}"}
     assert open_sends(LogSlice(log, 0), down) == set()  # a kill's evidence: it had failed
+
+
+def test_a_second_copy_put_off_while_the_first_sends_leaves_that_send_open(tmp_path: Path) -> None:
+    # Two deliveries of one event on one worker: the second finds the e-mail held and is put
+    # off (SendingElsewhere), which says nothing of the first one's send.
+    log = tmp_path / "notification-worker-1.log"
+    lines = [
+        log_line("sending e-mail", "00", order_id=ORDER, kind=CONFIRMATION, event_id="e1"),
+        json.dumps({"event": "handler failed, will retry", "level": "warning", "event_id": "e1",
+                    "error_type": "TransientError", "timestamp": "2026-12-05T01:00:01Z",
+                    "error": f"another delivery is sending {ORDER}/{CONFIRMATION}/ now"}),
+    ]  # fmt: skip
+    log.write_text("\n".join(lines) + "\n")
+    blow_at = datetime.fromisoformat("2026-12-05T01:00:02Z").timestamp()
+
+    assert open_sends(LogSlice(log, 0), blow_at) == {f"{CONFIRMATION}.{ORDER}"}
