@@ -4,6 +4,7 @@ payment."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 
@@ -113,3 +114,32 @@ async def test_a_notice_is_posted_as_it_was_signed_and_the_answer_kept() -> None
     )
     assert answer == gateway.Answer(notice.label, 200, '{"status":"accepted","repeat":false}')
     assert answer.accepted
+
+
+def _posted_through(failure: Exception) -> gateway.Answer:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise failure
+
+    [notice] = gateway.notices(PAYMENT, KEYS)
+
+    async def post() -> gateway.Answer:
+        transport = httpx.MockTransport(refuse)
+        async with httpx.AsyncClient(transport=transport, base_url="http://payment.test") as client:
+            return await gateway.post(client, notice)
+
+    return asyncio.run(post())
+
+
+def test_a_webhook_that_dies_as_it_is_reached_is_an_undelivered_answer() -> None:
+    # What httpcore raises when the peer is gone the instant after connecting: it asks
+    # anyio for the peer's address, and there is no socket left to ask.
+    died = AttributeError("'NoneType' object has no attribute 'getpeername'")
+    answer = _posted_through(died)
+    assert answer.status == gateway.UNDELIVERED
+    assert "getpeername" in answer.body
+    assert _posted_through(httpx.ConnectError("refused")).status == gateway.UNDELIVERED
+
+
+def test_any_other_attribute_error_is_not_taken_for_a_dead_webhook() -> None:
+    with pytest.raises(AttributeError, match="a defect"):
+        _posted_through(AttributeError("a defect"))

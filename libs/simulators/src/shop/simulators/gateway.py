@@ -52,6 +52,7 @@ JAKARTA: Final = ZoneInfo("Asia/Jakarta")
 """Midtrans writes its times without a zone, in Jakarta's (GMT+7)."""
 _MIDTRANS_REFUSED: Final = "202"
 _SEND_TIMEOUT: Final = 10.0
+_NO_PEER: Final = "getpeername"
 UNDELIVERED: Final = 0
 """The status of an answer that never came: the webhook could not be reached."""
 
@@ -262,6 +263,13 @@ async def post(client: httpx.AsyncClient, notice: Notice) -> Answer:
     try:
         reply = await client.post(notice.path, content=notice.body, headers=notice.headers)
     except httpx.TransportError as error:
+        return Answer(notice.label, UNDELIVERED, f"{type(error).__name__}: {error}")
+    except AttributeError as error:
+        # httpcore asks anyio for the peer's address the moment it has connected; a
+        # payment-service killed in that instant leaves no socket to ask, and anyio fails
+        # on None. That is a webhook that could not be reached, as a reset would be.
+        if _NO_PEER not in str(error):
+            raise
         return Answer(notice.label, UNDELIVERED, f"{type(error).__name__}: {error}")
     return Answer(notice.label, reply.status_code, reply.text)
 
