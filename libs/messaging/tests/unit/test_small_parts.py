@@ -3,7 +3,10 @@ SNS batch answers."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
+
+import asyncpg
 
 from shop.messaging import headers as h
 from shop.messaging.deadletters import (
@@ -14,7 +17,8 @@ from shop.messaging.deadletters import (
 from shop.messaging.logging import mask_emails
 from shop.messaging.message import Delivery, OutgoingMessage
 from shop.messaging.outcome import DeadLetter, Failure
-from shop.messaging.relay import _sent_in_key_order, asyncpg_dsn
+from shop.messaging.relay import Relay, RelaySettings, _sent_in_key_order, asyncpg_dsn
+from shop.messaging.transports.memory import MemoryBroker, MemoryTransport
 from shop.messaging.transports.sqs.client import refused_entries
 
 FIRST = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
@@ -80,3 +84,26 @@ def test_a_batch_entry_sns_names_neither_published_nor_failed_counts_as_refused(
     assert refused[1] == "InvalidParameter: too long"
     assert sorted(refused) == [1, 2], "entry 2 was never said to be published"
     assert refused_entries([0], {"Successful": [{"Id": "0", "MessageId": "m-0"}]}) == {}
+
+
+async def test_a_relay_whose_connection_breaks_mid_statement_connects_again() -> None:
+    # What asyncpg raises when a statement meets a connection the server has just closed
+    # (a Postgres restart under load): the relay reconnects, it does not end the worker.
+    relay = Relay(
+        "postgresql://shop@127.0.0.1:1/shop",
+        MemoryTransport(MemoryBroker()),
+        settings=RelaySettings(backoff_initial=0.001),
+    )
+    failures = [
+        asyncpg.InternalClientError("cannot switch to state 12; another operation is in progress"),
+        asyncpg.InterfaceError("connection is closed"),
+    ]
+
+    async def serve() -> None:
+        if failures:
+            raise failures.pop(0)
+        relay.stop()
+
+    relay._serve = serve  # type: ignore[method-assign]
+    await asyncio.wait_for(relay.run(), 5)
+    assert failures == []

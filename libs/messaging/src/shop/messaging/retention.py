@@ -24,6 +24,14 @@ from shop.messaging.metrics import Metrics
 
 log = structlog.get_logger("shop.messaging.retention")
 
+DATABASE_FAILURES: Final = (
+    OSError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    # What asyncpg says when a statement meets a connection the server has just closed.
+    asyncpg.InternalClientError,
+)
+"""What a relay's or a cleanup's own connection may fail with: it connects again."""
 _CUTOFF = "SELECT now() - make_interval(secs => $1)"
 # One batch: the oldest sent rows before the round's cutoff, read from the index of sent
 # rows where the previous batch ended (so that the entries of the rows it deleted are not
@@ -86,7 +94,7 @@ class OutboxCleanup:
                     if connection is None:
                         connection = await asyncpg.connect(self.dsn)
                     await self.clean(connection)
-                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+                except DATABASE_FAILURES as error:
                     log.warning(
                         "outbox cleanup failed; the next round tries again",
                         error=repr(error),
