@@ -36,8 +36,10 @@ DATABASE_DOWN: Final = 7.0
 _ON_THE_WIRE: Final = 0.5
 """Seconds for a request begun after its API froze to be sent (the load's loop may be
 slow under fire); frozen, the API cannot answer it meanwhile."""
-PROVIDER_MISHAP_WITHIN: Final = 30.0
-"""How long the provider is left misbehaving for the mishap to meet a message."""
+PROVIDER_MISHAP_WITHIN: Final = 120.0
+"""How long the provider is left misbehaving for the mishap to meet a message: e-mail may
+pause for a while under fire (the notification workers' group rebalancing after kills); the
+table tells how long it took."""
 
 
 @dataclass(frozen=True)
@@ -319,14 +321,17 @@ class Monkey:
         journal = ProviderJournal(self.shop.mail_dir)
         before = sum(entry.what == what for entry in journal.read())
         faults.write(self.shop.mail_dir)
-        deadline = time.monotonic() + PROVIDER_MISHAP_WITHIN
+        began = time.monotonic()
         try:
             while sum(e.what == what for e in journal.read()) == before:
-                assert time.monotonic() < deadline, f"no message met the provider's {what}"
+                waited = time.monotonic() - began
+                assert waited < PROVIDER_MISHAP_WITHIN, f"no message met the provider's {what}"
                 await asyncio.sleep(0.05)
         finally:
             self.email_faults.write(self.shop.mail_dir)
-        self._note(f"provider {what}", "smtp")
+        self._note(
+            f"provider {what}", "smtp", f"met a message after {time.monotonic() - began:.1f} s"
+        )
 
     async def _keep_replicas_up(self) -> None:
         """Restart a replica that exited by itself (one no blow is busy with)."""
