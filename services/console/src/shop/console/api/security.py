@@ -12,7 +12,7 @@ import asyncio
 import hmac
 import secrets
 from typing import Final
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import Request
 
@@ -72,7 +72,10 @@ def current_user(request: Request) -> str | None:
 def require_user(request: Request) -> str:
     user = current_user(request)
     if user is None:
-        back_to = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        # The path encoded again: left decoded, one with an escaped percent sign (``%2500``)
+        # would lead back to another (``%00``).
+        path = quote(request.scope["path"])
+        back_to = path + (f"?{request.url.query}" if request.url.query else "")
         raise LoginRequired(back_to)
     return user
 
