@@ -67,12 +67,13 @@ contracts: install
 WITHOUT_BROWSER := $(and $(findstring -m ,$(PYTEST_ARGS)),$(if $(or $(findstring browser,$(PYTEST_ARGS)),$(findstring integration,$(PYTEST_ARGS)),$(findstring not,$(PYTEST_ARGS))),,yes))
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist), a test file to one process, so
-# that a file's shared stack or database starts once; each process starts the servers it
-# needs on ports of its own. TEST_WORKERS=0 runs it in this process alone.
+# that a file's shared stack or database starts once, the longest files first (conftest.py);
+# each process starts the servers it needs on ports of its own. TEST_WORKERS=0 runs it in
+# this process alone.
 TEST_WORKERS ?= 2
 
 pytest: install $(if $(WITHOUT_BROWSER),,$(CHROMIUM))
-	$(RUN) pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(RUN) pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 test: lint typecheck contracts pytest
 

@@ -20,6 +20,25 @@ import structlog
 
 from shop.messaging.testing import stop_recording_spans
 
+LONGEST_FIRST = (
+    "tests/chaos/test_chaos.py",
+    "tests/e2e/test_make_run.py",
+    "tests/e2e/test_order_flows.py",
+)
+"""The files that run longest (each starts stacks of its own), in the order they start: run
+side by side (``make test``, a file to a process), they start first and the rest fills in
+around them, instead of ending the run alone. ``make test`` keeps this order
+(``--no-loadscope-reorder``)."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        path = item.path.as_posix()
+        found = [n for n, longest in enumerate(LONGEST_FIRST) if f"/{longest}" in path]
+        return found[0] if found else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: the rest keeps its order
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _loggers_never_cached() -> Iterator[None]:
