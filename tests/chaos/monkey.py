@@ -97,6 +97,11 @@ def schedule(kills: int, seed: int) -> list[str]:
     ]
     blows = [kinds[n] if n < len(kinds) else chooser.choice(kinds) for n in range(kills)]
     chooser.shuffle(blows)
+    # An API is killed mid-request only while checkouts flow: the blows run late behind a
+    # freeze or a restart, and the last ones may land once the load has placed its orders.
+    late = [n for n in range(len(blows) * 2 // 3, len(blows)) if blows[n].endswith("mid-request")]
+    for n in reversed(late):
+        blows.insert(chooser.randrange(len(blows) // 2), blows.pop(n))
     for position in range(len(blows) - 1, 0, -1):
         if position % 4 == 0:
             blows.insert(position, f"sigterm {chooser.choice(WORKER_KINDS)}")
