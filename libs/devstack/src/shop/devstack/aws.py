@@ -4,13 +4,12 @@ real endpoint you name (``SHOP_DEVSTACK_AWS_ENDPOINT``)."""
 from __future__ import annotations
 
 import sys
-import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from shop.devstack.errors import DevstackError
-from shop.devstack.process import ManagedProcess, free_port, port_accepts
+from shop.devstack.process import ManagedProcess, answers_ok, free_port, port_accepts
 
 DEV_REGION = "ap-southeast-3"  # Jakarta, where the shop's customers are
 DEV_CREDENTIALS = ("devstack", "devstack")
@@ -87,8 +86,4 @@ class MotoServer:
             pass
 
     def _answers(self) -> bool:
-        try:
-            with urllib.request.urlopen(f"{self.url}/moto-api/data.json", timeout=1) as reply:
-                return bool(reply.status == 200)
-        except (urllib.error.URLError, OSError):
-            return False
+        return answers_ok(f"{self.url}/moto-api/data.json")

@@ -41,7 +41,6 @@ def _under_lock(method: Callable[..., Any]) -> Callable[..., Any]:
         with QUEUE_WRITES:
             return method(*args, **kwargs)
 
-    locked.__shop_serialised__ = True  # type: ignore[attr-defined]
     return locked
 
 

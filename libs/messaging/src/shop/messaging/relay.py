@@ -32,7 +32,7 @@ from shop.messaging import tracing
 from shop.messaging.errors import PublishError
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.metrics import Metrics
-from shop.messaging.retention import DATABASE_FAILURES, OutboxCleanup
+from shop.messaging.retention import CONNECTION_FAILURES, OutboxCleanup
 from shop.messaging.schema import OUTBOX_CHANNEL
 from shop.messaging.transports.base import Transport
 
@@ -141,7 +141,7 @@ class Relay:
             try:
                 await self._serve()
                 backoff = self.settings.backoff_initial
-            except DATABASE_FAILURES as error:
+            except CONNECTION_FAILURES as error:
                 log.warning("relay lost its database connection", error=repr(error))
                 await self._pause(backoff)
                 backoff = min(backoff * 2, self.settings.backoff_max)

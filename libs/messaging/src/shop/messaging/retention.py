@@ -24,7 +24,7 @@ from shop.messaging.metrics import Metrics
 
 log = structlog.get_logger("shop.messaging.retention")
 
-DATABASE_FAILURES: Final = (
+CONNECTION_FAILURES: Final = (
     OSError,
     asyncpg.PostgresError,
     asyncpg.InterfaceError,
@@ -94,7 +94,7 @@ class OutboxCleanup:
                     if connection is None:
                         connection = await asyncpg.connect(self.dsn)
                     await self.clean(connection)
-                except DATABASE_FAILURES as error:
+                except CONNECTION_FAILURES as error:
                     log.warning(
                         "outbox cleanup failed; the next round tries again",
                         error=repr(error),
