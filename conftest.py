@@ -22,7 +22,6 @@ from shop.messaging.testing import stop_recording_spans
 
 LONGEST_FIRST = (
     "tests/chaos/test_chaos.py",
-    "tests/e2e/test_make_run.py",
     "tests/e2e/test_order_flows.py",
 )
 """The files that run longest (each starts stacks of its own), in the order they start: run

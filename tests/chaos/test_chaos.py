@@ -140,7 +140,7 @@ async def under_fire(
     send_blows = [evidence(site) for site in monkey.log.send_sites]
     send_blows += dropped_replies(shop.mail_dir)
     expectations = Expectations(orders, initial_stock, poison, send_blows)
-    waited = await drained(shop, settings, expectations)
+    waited, last_missing = await drained(shop, settings, expectations)
     done = time.monotonic()
     # What goes wrong late (a redelivery sending an e-mail again, a payment applied twice)
     # shows only after the shop looked done: the shop is read again after a quiet spell,
@@ -179,6 +179,7 @@ async def under_fire(
             "  waited for",
             "; ".join(f"{claim} {s:.0f} s" for claim, s in waited.items()) or "nothing",
         ),
+        ("  the last it waited for", "; ".join(last_missing) or "nothing"),
     ]
     figures += [(f"  {blow.at:>6.1f} s", f"{blow.what} {blow.target} {blow.detail}")
                 for blow in monkey.log.blows]  # fmt: skip
@@ -214,18 +215,22 @@ async def poison_the_bus(settings: OpsSettings) -> Poison:
 
 async def drained(
     shop: ChaosShop, settings: OpsSettings, expectations: Expectations
-) -> dict[str, float]:
+) -> tuple[dict[str, float], list[str]]:
     """Read the shop until what the load asked for is done (or the time is up), then its
     dead-letter queues until the poisoned messages are there (or the time is up). How long
-    each claim that had to wait took to hold, by claim: where a slow drain goes."""
+    each claim that had to wait took to hold, by claim, and the last few things it waited
+    for: where a slow drain goes."""
     began = time.monotonic()
     deadline = began + DRAIN_WITHIN
     waited: dict[str, float] = {}
+    last_missing: list[str] = []
     while True:
         reading = await read_shop(shop, settings, expectations.orders)
         waiting = [i for i in check(reading, expectations) if not i.holds and i.awaits_drain]
         for invariant in waiting:
             waited[invariant.claim] = time.monotonic() - began
+        if waiting:
+            last_missing = [example for i in waiting for example in i.examples[:2]]
         if not waiting or time.monotonic() > deadline:
             break
         await asyncio.sleep(2)
@@ -233,8 +238,9 @@ async def drained(
         reading.dead_letters = await read_dead_letters(settings)
         verdict = check_dead_letters(reading, expectations)
         if verdict.holds or time.monotonic() > deadline:
-            return waited
+            return waited, last_missing
         waited[verdict.claim] = time.monotonic() - began
+        last_missing = list(verdict.examples[:4])
         await asyncio.sleep(2)
 
 

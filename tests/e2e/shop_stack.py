@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -33,6 +34,8 @@ from shop.simulators import gateway
 ROOT = Path(__file__).resolve().parents[2]
 
 T = TypeVar("T")
+
+_ENVIRONMENT_PATCHED = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,12 @@ class RunningShop:
 
     def ops_settings(self) -> OpsSettings:
         """What ``shopctl`` reads for this stack: its ``shop.env``."""
-        with mock.patch.dict(os.environ, {ENV_FILE_VARIABLE: str(self.workdir / "shop.env")}):
+        # Stacks run side by side in threads: one patch of the environment at a time, or
+        # one stack's restore could undo the other's patch while it reads.
+        with (
+            _ENVIRONMENT_PATCHED,
+            mock.patch.dict(os.environ, {ENV_FILE_VARIABLE: str(self.workdir / "shop.env")}),
+        ):
             return OpsSettings()
 
     def stock_of(self, sku: str) -> int:

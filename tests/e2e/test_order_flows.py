@@ -8,8 +8,9 @@ folder, and where no API shows it, the services' own databases and the dead lett
 Starting a stack costs half a minute, so each bus gets one, and its scenarios all run on it
 at once, each in a thread of its own with a customer and a product of its own (so that a
 product's stock counts that scenario's orders only). The payment window is the longest wait
-of all; it runs while the other scenarios proceed. One test per scenario then reports how
-its scenario ended.
+of all; it runs while the other scenarios proceed. Then ``make run``'s story runs on the
+same stack (:mod:`.make_run_story`). One test per scenario then reports how its scenario
+ended.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from shop.ops.tokens import customer_token
 from shop.simulators import gateway
 from shop.simulators.gateway import Answer, Format, Notice
 
+from .make_run_story import SCALED_RETRIES, make_run_story
 from .shop_stack import Reply, RunningShop, http_reply, running_shop, until
 
 TRANSPORTS = ["kafka", "sqs"]
@@ -756,10 +758,15 @@ SCENARIOS: dict[str, Callable[[Shop], None]] = {
 # (the payment window) sets the pace instead of the sum of them all: the two stacks mostly
 # wait (on windows, retries, e-mails), so side by side they take little longer than one.
 # Selecting one test runs every scenario all the same.
+MAKE_RUN = "make run's story"
+"""The outcome of :func:`.make_run_story.make_run_story`, run once the scenarios are done
+(its demo counts every dead letter and spends stock of the scenarios' products)."""
+
+
 @pytest.fixture(scope="module")
 def flows(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Outcomes]]:
     outcomes: dict[str, Outcomes] = {
-        transport: {name: Future() for name in SCENARIOS} for transport in TRANSPORTS
+        transport: {name: Future() for name in [*SCENARIOS, MAKE_RUN]} for transport in TRANSPORTS
     }
     with ThreadPoolExecutor(len(TRANSPORTS), thread_name_prefix="stack") as stacks:
         running = [
@@ -795,19 +802,29 @@ def _flows(transport: str, workdir: Path, outcomes: Outcomes) -> None:
         "SHOP_PAYMENT_RECONCILE_SETTLING_SECONDS": "0",
     }
     try:
-        with running_shop(workdir, transport, money) as running:
+        with running_shop(workdir, transport, {**money, **SCALED_RETRIES}) as running:
             shop = Shop(running, running.ops_settings())
-            # Leaving the pool waits for every scenario, before the stack stops.
+            # Leaving the pool waits for every scenario, before the story and the stack stop.
             with ThreadPoolExecutor(len(SCENARIOS), thread_name_prefix=transport) as pool:
                 for name, scenario in SCENARIOS.items():
                     pool.submit(scenario, shop).add_done_callback(
                         functools.partial(_pass_on, outcomes[name])
                     )
+            _run(functools.partial(make_run_story, running, transport), outcomes[MAKE_RUN])
     except BaseException as error:
         for outcome in outcomes.values():
             if not outcome.done():
                 outcome.set_exception(error)
         raise
+
+
+def _run(story: Callable[[], None], outcome: Future[None]) -> None:
+    try:
+        story()
+    except Exception as error:
+        outcome.set_exception(error)
+    else:
+        outcome.set_result(None)
 
 
 def _pass_on(outcome: Future[None], ran: Future[None]) -> None:
@@ -914,3 +931,9 @@ def test_an_order_unpaid_past_its_window_is_cancelled_with_its_stock_back_and_pa
     scenarios: dict[str, Future[None]],
 ) -> None:
     scenarios["expiry"].result()
+
+
+def test_make_runs_shop_takes_orders_traces_them_and_completes_shopctl_demo(
+    scenarios: dict[str, Future[None]],
+) -> None:
+    scenarios[MAKE_RUN].result()
