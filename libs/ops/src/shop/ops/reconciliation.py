@@ -6,6 +6,8 @@ receipt. What only a person can settle is reported, never changed here."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -24,6 +26,11 @@ from shop.ops.settings import (
 )
 
 _RECONCILE_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)
+_BUSY_PAUSE: Final = 1.0
+"""Seconds between asks while another reconciliation runs in payment-service's worker."""
+_BUSY_WAIT: Final = 120.0
+"""How long to wait for that other reconciliation (its schedule's, or another operator's)
+before saying so: one takes seconds."""
 SETTLING: Final = timedelta(seconds=60)
 """Payments changed this recently may still have their events on the bus: not drift yet."""
 
@@ -103,9 +110,20 @@ async def _payment_service_reconciles(
 ) -> dict[str, Any]:
     url = settings.worker_url(PAYMENT_SERVICE)
     params = {"since": since.isoformat()} if since else {}
+    give_up = time.monotonic() + _BUSY_WAIT
     async with httpx.AsyncClient(base_url=url, timeout=_RECONCILE_TIMEOUT) as client:
-        with reaching("payment-service's worker", url):
-            reply = await client.post("/reconciliation", params=params)
+        while True:
+            with reaching("payment-service's worker", url):
+                reply = await client.post("/reconciliation", params=params)
+            # 409: one reconciliation at a time, and another is running; this one waits.
+            if reply.status_code != 409:
+                break
+            if time.monotonic() > give_up:
+                raise OpsError(
+                    f"another reconciliation is still running after {_BUSY_WAIT:g} s; "
+                    "ask again later"
+                )
+            await asyncio.sleep(_BUSY_PAUSE)
     if reply.status_code != 200:
         raise OpsError(f"payment-service's worker answered {reply.status_code}: {reply.text}")
     return dict(reply.json())
