@@ -68,9 +68,11 @@ WITHOUT_BROWSER := $(and $(findstring -m ,$(PYTEST_ARGS)),$(if $(or $(findstring
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist), a test file to one process, so
 # that a file's shared stack or database starts once, the longest files first (conftest.py);
-# each process starts the servers it needs on ports of its own. TEST_WORKERS=0 runs it in
-# this process alone.
-TEST_WORKERS ?= 2
+# each process starts the servers it needs on ports of its own. Three on two cores: the
+# stacks of the longest files spend much of their time waiting (payment windows, retries,
+# the chaos load's steady rate), and a third process fills those waits. TEST_WORKERS=0 runs
+# it in this process alone.
+TEST_WORKERS ?= 3
 
 pytest: install $(if $(WITHOUT_BROWSER),,$(CHROMIUM))
 	$(RUN) pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)

@@ -73,8 +73,11 @@ class SqsSettings(BaseModel):
     receive_concurrency: int = Field(default=2, ge=1)
     """Long-polling receive loops per consumer, each taking up to 10 messages."""
     wait_time_seconds: int = Field(default=20, ge=0, le=20)
-    visibility_timeout: int = Field(default=60, ge=1, le=43_200)
-    """Seconds a received message stays hidden; extended while its handler still runs."""
+    visibility_timeout: int = Field(default=30, ge=1, le=43_200)
+    """Seconds a received message stays hidden; extended every half of it while its handler
+    still runs. A worker killed with messages in hand gives them back after this long, so it
+    is short (SQS's own default), yet longer than a stall of the endpoint that holds back an
+    extension (twice the half)."""
 
 
 class MessagingSettings(BaseModel):
