@@ -753,16 +753,16 @@ SCENARIOS: dict[str, Callable[[Shop], None]] = {
 }
 
 
-# One stack per bus, both started at once, each with its scenarios started together as it
-# comes up; one test per scenario and bus. The report names each scenario, and the slowest
-# (the payment window) sets the pace instead of the sum of them all: the two stacks mostly
-# wait (on windows, retries, e-mails), so side by side they take little longer than one.
-# Selecting one test runs every scenario all the same.
 MAKE_RUN = "make run's story"
 """The outcome of :func:`.make_run_story.make_run_story`, run once the scenarios are done
 (its demo counts every dead letter and spends stock of the scenarios' products)."""
 
 
+# One stack per bus, both started at once, each with its scenarios started together as it
+# comes up; one test per scenario and bus. The report names each scenario, and the slowest
+# (the payment window) sets the pace instead of the sum of them all: the two stacks mostly
+# wait (on windows, retries, e-mails), so side by side they take little longer than one.
+# Selecting one test runs every scenario all the same.
 @pytest.fixture(scope="module")
 def flows(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Outcomes]]:
     outcomes: dict[str, Outcomes] = {
@@ -810,21 +810,15 @@ def _flows(transport: str, workdir: Path, outcomes: Outcomes) -> None:
                     pool.submit(scenario, shop).add_done_callback(
                         functools.partial(_pass_on, outcomes[name])
                     )
-            _run(functools.partial(make_run_story, running, transport), outcomes[MAKE_RUN])
+            with ThreadPoolExecutor(1, thread_name_prefix=f"{transport}-story") as pool:
+                pool.submit(make_run_story, running, transport).add_done_callback(
+                    functools.partial(_pass_on, outcomes[MAKE_RUN])
+                )
     except BaseException as error:
         for outcome in outcomes.values():
             if not outcome.done():
                 outcome.set_exception(error)
         raise
-
-
-def _run(story: Callable[[], None], outcome: Future[None]) -> None:
-    try:
-        story()
-    except Exception as error:
-        outcome.set_exception(error)
-    else:
-        outcome.set_result(None)
 
 
 def _pass_on(outcome: Future[None], ran: Future[None]) -> None:

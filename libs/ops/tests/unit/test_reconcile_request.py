@@ -43,7 +43,10 @@ class _Worker(BaseHTTPRequestHandler):
 
 
 @pytest.fixture
-def worker() -> Iterator[tuple[type[_Worker], OpsSettings]]:
+def worker(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[type[_Worker], OpsSettings]]:
+    """payment-service's worker, busy for its first ``busy_answers`` asks; asked again at
+    once."""
+    monkeypatch.setattr(reconciliation, "_BUSY_PAUSE", 0.01)
     handler = type("Worker", (_Worker,), {"busy_answers": 0, "asked": 0})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -57,11 +60,10 @@ def worker() -> Iterator[tuple[type[_Worker], OpsSettings]]:
 
 
 def test_a_reconciliation_asked_while_another_runs_waits_its_turn(
-    worker: tuple[type[_Worker], OpsSettings], monkeypatch: pytest.MonkeyPatch
+    worker: tuple[type[_Worker], OpsSettings],
 ) -> None:
     handler, settings = worker
     handler.busy_answers = 2
-    monkeypatch.setattr(reconciliation, "_BUSY_PAUSE", 0.01)
 
     report = asyncio.run(reconciliation._payment_service_reconciles(settings, None))
 
@@ -74,7 +76,6 @@ def test_a_worker_busy_past_the_wait_is_an_error_that_says_so(
 ) -> None:
     handler, settings = worker
     handler.busy_answers = 1_000
-    monkeypatch.setattr(reconciliation, "_BUSY_PAUSE", 0.01)
     monkeypatch.setattr(reconciliation, "_BUSY_WAIT", 0.1)
 
     with pytest.raises(OpsError, match="another reconciliation is still running"):
