@@ -17,7 +17,12 @@ import pytest
 from moto.sqs.models import Message, Queue, SQSBackend, sqs_backends
 
 from shop.devstack import moto_server
-from shop.devstack.moto_server import is_serialised, serialise_queue_writes
+from shop.devstack.moto_server import (
+    count_queues_only_when_asked,
+    is_counting_lazily,
+    is_serialised,
+    serialise_queue_writes,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -41,6 +46,9 @@ def restores_moto(monkeypatch: pytest.MonkeyPatch) -> None:
         for name in names:
             monkeypatch.setattr(owner, name, getattr(owner, name))
     monkeypatch.setattr(SQSBackend, "receive_message", SQSBackend.receive_message)
+    monkeypatch.setattr(SQSBackend, "send_message", SQSBackend.send_message)
+    for name in moto_server._COUNTS:
+        monkeypatch.setattr(Queue, name, getattr(Queue, name))
 
 
 def _race(backend: SQSBackend, monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -122,3 +130,56 @@ def test_the_methods_the_guard_wraps_are_still_there_with_their_parameters() -> 
     ]  # fmt: skip
     assert "_messages" in vars(Queue("probe", ACCOUNT, REGION))
     assert callable(Queue.wait_for_messages)
+    for name in moto_server._COUNTS:
+        assert isinstance(getattr(Queue, name), property), f"moto has no Queue.{name}"
+
+
+# -- a send's cost -----------------------------------------------------------------------
+#
+# moto's send_message reads the queue's ``attributes`` for one setting (content-based
+# deduplication), and that property counts the queue's messages three ways, looking at
+# each: every send costs as much as the queue is deep, and a deep queue (e-mails waiting
+# out a slow provider) slowed every publish to it, quadratically.
+
+DEPTH = 200
+
+
+@pytest.fixture
+def deep_queue(backend: SQSBackend) -> SQSBackend:
+    for n in range(DEPTH):
+        backend.send_message("race", f"waiting-{n}")
+    return backend
+
+
+def _messages_looked_at_by_one_send(backend: SQSBackend, monkeypatch: pytest.MonkeyPatch) -> int:
+    looks: list[None] = []
+    delayed = Message.delayed
+
+    def counted(message: Message) -> bool:
+        looks.append(None)
+        return delayed.fget(message)  # type: ignore[attr-defined, no-any-return]
+
+    monkeypatch.setattr(Message, "delayed", property(counted))
+    backend.send_message("race", "one more")
+    return len(looks)
+
+
+def test_moto_alone_looks_at_every_message_of_a_queue_to_send_one(
+    deep_queue: SQSBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not is_counting_lazily()
+    looked_at = _messages_looked_at_by_one_send(deep_queue, monkeypatch)
+    assert looked_at >= DEPTH, "moto's send no longer counts the queue: drop the guard"
+
+
+def test_with_the_guard_a_send_looks_at_no_message_and_the_counts_stay_right(
+    deep_queue: SQSBackend, monkeypatch: pytest.MonkeyPatch, restores_moto: None
+) -> None:
+    count_queues_only_when_asked()
+    count_queues_only_when_asked()  # a second call wraps nothing twice
+    assert is_counting_lazily()
+    assert _messages_looked_at_by_one_send(deep_queue, monkeypatch) == 0
+    deep_queue.receive_message("race", 10, 0, 30)
+    attributes = deep_queue.get_queue("race").attributes
+    assert attributes["ApproximateNumberOfMessages"] == DEPTH + 1 - 10
+    assert attributes["ApproximateNumberOfMessagesNotVisible"] == 10

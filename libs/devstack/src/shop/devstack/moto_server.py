@@ -81,9 +81,59 @@ def is_serialised() -> bool:
     return getattr(SQSBackend.receive_message, "__shop_serialised__", False)
 
 
+_COUNTS: Final = (
+    "approximate_number_of_messages",
+    "approximate_number_of_messages_delayed",
+    "approximate_number_of_messages_not_visible",
+)
+"""The queue's properties that look at every message of it."""
+
+_sending = threading.local()
+
+
+def _sending_uncounted(send: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(send)
+    def sending(*args: Any, **kwargs: Any) -> Any:
+        _sending.now = True
+        try:
+            return send(*args, **kwargs)
+        finally:
+            _sending.now = False
+
+    return sending
+
+
+def _uncounted_while_sending(count: property) -> property:
+    def counted(queue: Queue) -> int:
+        return 0 if getattr(_sending, "now", False) else int(count.fget(queue))  # type: ignore[misc]
+
+    counted.__shop_lazy__ = True  # type: ignore[attr-defined]
+    return property(counted)
+
+
+def count_queues_only_when_asked() -> None:
+    """A send no longer counts the queue's messages (once; a second call changes nothing).
+
+    ``SQSBackend.send_message`` reads ``queue.attributes`` for one setting (content-based
+    deduplication), and that property counts the queue's messages three ways, looking at
+    each: a send cost as much as its queue was deep, so a deep queue (e-mails waiting out a
+    slow provider) slowed every publish to it, quadratically. While a send runs (on this
+    request's thread) the counts read 0; everywhere else they are counted as before."""
+    if is_counting_lazily():
+        return
+    for name in _COUNTS:
+        setattr(Queue, name, _uncounted_while_sending(getattr(Queue, name)))
+    SQSBackend.send_message = _sending_uncounted(SQSBackend.send_message)  # type: ignore[method-assign]
+
+
+def is_counting_lazily() -> bool:
+    return getattr(getattr(Queue, _COUNTS[0]).fget, "__shop_lazy__", False)
+
+
 def main(argv: list[str] | None = None) -> None:
     """``python -m shop.devstack.moto_server`` takes ``moto.server``'s arguments."""
     serialise_queue_writes()
+    count_queues_only_when_asked()
     moto_main(sys.argv[1:] if argv is None else argv)
 
 
