@@ -288,6 +288,41 @@ async def test_each_queue_gets_only_the_types_it_subscribes_to(
     assert attributes[h.MESSAGE_TYPE]["StringValue"] == "order.created"
 
 
+async def test_a_batch_of_interleaved_topics_goes_out_in_full_batches_each_key_in_order(
+    transport: SqsTransport, aws: tuple[Any, Any], unique_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a relay hands over: each order's events one after the other, so the topic
+    changes at every message. SNS takes ten messages of one topic a call, and only a key's
+    own messages need to keep their order: 40 messages go in 4 calls, not 40."""
+    _, sqs = aws
+    naming = Naming(unique_name)
+    router = Router("everything")
+    router.subscriber(OrderCreated, transactional=False)(_ignore)
+    router.subscriber(OrderPaid, transactional=False)(_ignore)
+    await transport.declare(Pipeline(router))
+    calls: list[int] = []
+    publish_batch = transport._client.publish_batch
+
+    async def counted(topic_arn: str, entries: Any) -> dict[int, str]:
+        calls.append(len(entries))
+        return await publish_batch(topic_arn, entries)
+
+    monkeypatch.setattr(transport._client, "publish_batch", counted)
+    orders = [f"order-{n}" for n in range(20)]
+    events = [envelope_of(kind, key) for key in orders for kind in (OrderCreated, OrderPaid)]
+
+    await publish(transport, *events, naming=naming)
+
+    assert calls == [10, 10, 10, 10]
+    received = await receive_all(sqs, (await transport.queues_of("everything")).url, 40)
+    seen = [
+        (m["MessageAttributes"][KEY_ATTRIBUTE]["StringValue"], headers_of(m)[h.MESSAGE_TYPE])
+        for m in received
+    ]
+    for key in orders:
+        assert [kind for k, kind in seen if k == key] == ["order.created", "order.paid"]
+
+
 async def test_a_retried_message_comes_back_after_its_delay_one_attempt_later(
     transport: SqsTransport, aws: tuple[Any, Any]
 ) -> None:

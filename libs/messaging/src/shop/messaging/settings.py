@@ -70,6 +70,8 @@ class SqsSettings(BaseModel):
     secret_access_key: str | None = None
     auto_create: bool = True
     """Create topics, queues, subscriptions and policies on start (idempotent)."""
+    publish_concurrency: int = Field(default=8, ge=1)
+    """PublishBatch calls in flight at once, each of up to 10 messages of distinct keys."""
     receive_concurrency: int = Field(default=2, ge=1)
     """Long-polling receive loops per consumer, each taking up to 10 messages."""
     wait_time_seconds: int = Field(default=20, ge=0, le=20)

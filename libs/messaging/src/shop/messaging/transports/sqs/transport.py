@@ -5,6 +5,7 @@ an :class:`SqsConsumer` per consumer."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 
 from shop.contracts import ALL_CONTRACTS
@@ -93,15 +94,27 @@ class SqsTransport:
             await self._publish_in_order(messages)
 
     async def _publish_in_order(self, messages: Sequence[OutgoingMessage]) -> None:
+        """Publish ``messages`` in waves: a key's n-th message goes in the n-th wave, once
+        its earlier ones are out, and a wave's messages (of distinct keys, in no order
+        among themselves) go in full batches of one topic, several calls at once."""
         failed: set[int] = set()
         cause: BaseException | None = None
         blocked_keys: set[str] = set()
-        for batch in _publish_batches(messages):
+        calls = asyncio.Semaphore(self.settings.publish_concurrency)
+
+        async def publish_batch(batch: list[int]) -> dict[int, BaseException]:
+            async with calls:
+                return await self._publish_batch(messages, batch)
+
+        for wave in _waves(messages):
             # Once a message of a key failed, its later ones wait too: publishing them now
             # would put them ahead of it when the outbox sends it again.
-            held = {index for index in batch if messages[index].key in blocked_keys}
-            sendable = [index for index in batch if index not in held]
-            errors = await self._publish_batch(messages, sendable) if sendable else {}
+            held = {index for index in wave if messages[index].key in blocked_keys}
+            sendable = [index for index in wave if index not in held]
+            results = await asyncio.gather(
+                *(publish_batch(batch) for batch in _topic_batches(messages, sendable))
+            )
+            errors = {index: error for result in results for index, error in result.items()}
             failed |= held | errors.keys()
             blocked_keys.update(messages[index].key for index in errors)
             cause = cause or next(iter(errors.values()), None)
@@ -193,14 +206,24 @@ class SqsTransport:
         return self._store
 
 
-def _publish_batches(messages: Sequence[OutgoingMessage]) -> Iterator[list[int]]:
-    """Indexes of ``messages`` in batches of one topic and at most 10, in their order: a
-    batch ends where the topic changes, so that nothing is published out of turn."""
-    batch: list[int] = []
+def _waves(messages: Sequence[OutgoingMessage]) -> list[list[int]]:
+    """Indexes of ``messages`` by wave: the n-th message of each key is in the n-th."""
+    waves: list[list[int]] = []
+    seen: Counter[str] = Counter()
     for index, message in enumerate(messages):
-        if batch and (len(batch) == BATCH_LIMIT or messages[batch[0]].topic != message.topic):
-            yield batch
-            batch = []
-        batch.append(index)
-    if batch:
-        yield batch
+        rank = seen[message.key]
+        seen[message.key] += 1
+        if rank == len(waves):
+            waves.append([])
+        waves[rank].append(index)
+    return waves
+
+
+def _topic_batches(messages: Sequence[OutgoingMessage], indexes: list[int]) -> Iterator[list[int]]:
+    """``indexes`` in batches of one topic and at most 10 (what one PublishBatch takes)."""
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    for index in indexes:
+        by_topic[messages[index].topic].append(index)
+    for same_topic in by_topic.values():
+        for start in range(0, len(same_topic), BATCH_LIMIT):
+            yield same_topic[start : start + BATCH_LIMIT]
