@@ -316,6 +316,17 @@ def test_a_long_message_id_folded_in_the_sinks_file_reads_as_sent(tmp_path: Path
     assert mail.message_id == message_id
 
 
+def test_a_mail_caught_while_the_sink_writes_it_is_read_again_once_written(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "00001.eml"
+    path.write_bytes(b"Subject: Receipt\r\nMessage-")
+    [partial] = sink_mails(tmp_path)
+    path.write_bytes(b"Subject: Receipt\r\nMessage-ID: <m-1@shop>\r\n\r\n%PDF...\r\n")
+    [written] = sink_mails(tmp_path)
+    assert (partial.message_id, written.message_id) == ("None", "<m-1@shop>")
+
+
 def blows_that_landed() -> tuple[ChaosLog, LoadFigures, Reading]:
     reading, _ = a_shop_that_kept_its_promises()
     log = ChaosLog(
