@@ -151,7 +151,8 @@ def deep_queue(backend: SQSBackend) -> SQSBackend:
     return backend
 
 
-def _messages_looked_at_by_one_send(backend: SQSBackend, monkeypatch: pytest.MonkeyPatch) -> int:
+def _looks(monkeypatch: pytest.MonkeyPatch) -> list[None]:
+    """One entry each time a message is looked at (whether it is delayed)."""
     looks: list[None] = []
     delayed = Message.delayed
 
@@ -160,26 +161,43 @@ def _messages_looked_at_by_one_send(backend: SQSBackend, monkeypatch: pytest.Mon
         return delayed.fget(message)  # type: ignore[attr-defined, no-any-return]
 
     monkeypatch.setattr(Message, "delayed", property(counted))
+    return looks
+
+
+def _messages_looked_at_by_one_send(backend: SQSBackend, monkeypatch: pytest.MonkeyPatch) -> int:
+    looks = _looks(monkeypatch)
     backend.send_message("race", "one more")
     return len(looks)
 
 
-def test_moto_alone_looks_at_every_message_of_a_queue_to_send_one(
+def _messages_looked_at_by_one_receive_of_ten(
+    backend: SQSBackend, monkeypatch: pytest.MonkeyPatch
+) -> int:
+    """A receive looks through the queue once for visible messages; moto then reads the
+    queue's attributes (its retention period) once for each message it hands out."""
+    looks = _looks(monkeypatch)
+    assert len(backend.receive_message("race", 10, 0, 30)) == 10
+    return len(looks)
+
+
+def test_moto_alone_looks_at_every_message_of_a_queue_to_send_or_receive_one(
     deep_queue: SQSBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert not is_counting_lazily()
     looked_at = _messages_looked_at_by_one_send(deep_queue, monkeypatch)
     assert looked_at >= DEPTH, "moto's send no longer counts the queue: drop the guard"
+    looked_at = _messages_looked_at_by_one_receive_of_ten(deep_queue, monkeypatch)
+    assert looked_at >= 10 * DEPTH, "moto's receive no longer counts the queue: drop the guard"
 
 
-def test_with_the_guard_a_send_looks_at_no_message_and_the_counts_stay_right(
+def test_with_the_guard_sends_and_receives_count_nothing_and_the_counts_stay_right(
     deep_queue: SQSBackend, monkeypatch: pytest.MonkeyPatch, restores_moto: None
 ) -> None:
     count_queues_only_when_asked()
     count_queues_only_when_asked()  # a second call wraps nothing twice
     assert is_counting_lazily()
     assert _messages_looked_at_by_one_send(deep_queue, monkeypatch) == 0
-    deep_queue.receive_message("race", 10, 0, 30)
+    assert _messages_looked_at_by_one_receive_of_ten(deep_queue, monkeypatch) <= DEPTH + 1
     attributes = deep_queue.get_queue("race").attributes
     assert attributes["ApproximateNumberOfMessages"] == DEPTH + 1 - 10
     assert attributes["ApproximateNumberOfMessagesNotVisible"] == 10

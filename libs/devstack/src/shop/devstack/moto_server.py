@@ -1,4 +1,5 @@
-"""moto's server with its SQS queues made safe for concurrent requests.
+"""moto's server with its SQS queues made safe for concurrent requests, and sends and
+receives that cost the same however deep their queue.
 
 moto's server answers each request on a thread of its own, but its SQS queues change their
 message lists without a lock: ``Queue.delete_message`` rebuilds the list from a copy, so a
@@ -7,10 +8,13 @@ meanwhile comes back; two receives can hand out one message at once. A real SQS 
 of this, and under the shop's load it lost messages and delivered deleted ones again.
 
 This module runs ``moto.server`` with every change to a queue's messages under one lock.
-A long poll holds it only while it looks: it waits for a message outside it. It reaches
-under moto's public API (its backend classes), so ``tests/unit/test_moto_server.py`` pins
-the methods it wraps and shows the race still there without it: an upgrade that changes
-either fails that test, loudly.
+A long poll holds it only while it looks: it waits for a message outside it. And moto
+counts every message of a queue (three times) each time it sends to it, and each time it
+hands out one of its messages: that is skipped (see :func:`count_queues_only_when_asked`).
+It reaches under moto's public API (its backend classes), so
+``tests/unit/test_moto_server.py`` pins
+the methods it wraps and shows the race and the counting still there without it: an
+upgrade that changes either fails that test, loudly.
 """
 
 from __future__ import annotations
@@ -87,47 +91,54 @@ _COUNTS: Final = (
     "approximate_number_of_messages_not_visible",
 )
 """The queue's properties that look at every message of it."""
+_UNCOUNTED: Final = ("send_message", "receive_message")
+"""The calls that read the queue's attributes, never its counts."""
 
-_sending = threading.local()
+_not_counting = threading.local()
 
 
-def _sending_uncounted(send: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(send)
-    def sending(*args: Any, **kwargs: Any) -> Any:
-        _sending.now = True
+def _without_counts(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def uncounted(*args: Any, **kwargs: Any) -> Any:
+        before = getattr(_not_counting, "now", False)
+        _not_counting.now = True
         try:
-            return send(*args, **kwargs)
+            return method(*args, **kwargs)
         finally:
-            _sending.now = False
+            _not_counting.now = before
 
-    return sending
+    uncounted.__shop_uncounted__ = True  # type: ignore[attr-defined]
+    return uncounted
 
 
-def _uncounted_while_sending(count: property) -> property:
+def _zero_while_not_counting(count: property) -> property:
     def counted(queue: Queue) -> int:
-        return 0 if getattr(_sending, "now", False) else int(count.fget(queue))  # type: ignore[misc]
+        return 0 if getattr(_not_counting, "now", False) else int(count.fget(queue))  # type: ignore[misc]
 
-    counted.__shop_lazy__ = True  # type: ignore[attr-defined]
     return property(counted)
 
 
 def count_queues_only_when_asked() -> None:
-    """A send no longer counts the queue's messages (once; a second call changes nothing).
+    """Sends and receives no longer count the queue's messages (once; a second call
+    changes nothing).
 
     ``SQSBackend.send_message`` reads ``queue.attributes`` for one setting (content-based
-    deduplication), and that property counts the queue's messages three ways, looking at
-    each: a send cost as much as its queue was deep, so a deep queue (e-mails waiting out a
-    slow provider) slowed every publish to it, quadratically. While a send runs (on this
+    deduplication), and ``receive_message`` reads them for the retention period once for
+    each message it hands out; that property counts the queue's messages three ways,
+    looking at each. So a send cost as much as its queue was deep and a receive of ten
+    thirty times that, under the one queue lock: a deep queue (e-mails waiting out a slow
+    provider) held up every send to every queue. While a send or a receive runs (on this
     request's thread) the counts read 0; everywhere else they are counted as before."""
     if is_counting_lazily():
         return
     for name in _COUNTS:
-        setattr(Queue, name, _uncounted_while_sending(getattr(Queue, name)))
-    SQSBackend.send_message = _sending_uncounted(SQSBackend.send_message)  # type: ignore[method-assign]
+        setattr(Queue, name, _zero_while_not_counting(getattr(Queue, name)))
+    for name in _UNCOUNTED:
+        setattr(SQSBackend, name, _without_counts(getattr(SQSBackend, name)))
 
 
 def is_counting_lazily() -> bool:
-    return getattr(getattr(Queue, _COUNTS[0]).fget, "__shop_lazy__", False)
+    return getattr(SQSBackend.send_message, "__shop_uncounted__", False)
 
 
 def main(argv: list[str] | None = None) -> None:
