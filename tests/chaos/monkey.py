@@ -166,11 +166,11 @@ class Monkey:
             await (self._freeze() if blow == "freeze broker" else self._restart_database())
             return
         if blow == "provider hangs":
-            await self._provider_mishap("hung", replace(self.email_faults, hang_rate=1.0))
+            await self._provider_mishap("hung", replace(self.email_faults, once="hung"))
             return
         if blow == "provider drops a reply":
             await self._provider_mishap(
-                "dropped reply", replace(self.email_faults, drop_reply_rate=1.0)
+                "dropped reply", replace(self.email_faults, once="dropped reply")
             )
             return
         verb, _, rest = blow.partition(" ")
@@ -323,8 +323,8 @@ class Monkey:
             self.log.database_away = (stopping_at, time.time())
 
     async def _provider_mishap(self, what: str, faults: ProviderFaults) -> None:
-        """The provider misbehaves (``faults``) until it has done ``what`` to a message
-        (its journal says so), then goes back to its usual faults."""
+        """The provider does ``what`` to the next message it takes (``faults.once``: to one,
+        however long it takes the journal to tell), then goes back to its usual faults."""
         journal = ProviderJournal(self.shop.mail_dir)
         before = sum(entry.what == what for entry in journal.read())
         faults.write(self.shop.mail_dir)

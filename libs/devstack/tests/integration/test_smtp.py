@@ -126,3 +126,30 @@ async def test_a_message_the_provider_hangs_on_is_never_taken_and_noted(smtp_sin
     assert [(e.what, e.message_id) for e in ProviderJournal(smtp_sink.mail_dir).read()] == [
         ("hung", "<hung.1@shop.example>")
     ]
+
+
+async def test_a_mishap_for_one_message_befalls_one_however_many_come_before_it_is_cleared(
+    smtp_sink: SmtpSink,
+):
+    """Whoever asks for one dropped reply (the chaos monkey) clears the fault only once the
+    journal shows it; the messages that arrive meanwhile must go as usual (a provider that
+    dropped every reply for seconds once took 402 of them, and a receipt ran out of tries)."""
+    assert smtp_sink.mail_dir is not None
+    address = smtp_sink.address
+    ProviderFaults(once="dropped reply").write(smtp_sink.mail_dir)
+    outcomes = []
+    try:
+        for n in range(5):
+            message = small_message()
+            message["Message-ID"] = f"<once.{n}@shop.example>"
+            try:
+                await aiosmtplib.send(message, hostname=address.host, port=address.port, timeout=5)
+                outcomes.append("sent")
+            except aiosmtplib.SMTPServerDisconnected:
+                outcomes.append("dropped")
+    finally:
+        ProviderFaults.clear(smtp_sink.mail_dir)
+    assert outcomes == ["dropped", "sent", "sent", "sent", "sent"]
+    assert [e.message_id for e in ProviderJournal(smtp_sink.mail_dir).read()] == [
+        "<once.0@shop.example>"
+    ]

@@ -79,6 +79,7 @@ class _Mailbox:
         self.mail_dir = mail_dir
         self.received: list[ReceivedMail] = []
         self.arrived = threading.Condition()
+        self._spent_once: set[str | None] = set()
 
     async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: list[str]
@@ -93,7 +94,7 @@ class _Mailbox:
         parsed = email.message_from_bytes(raw, policy=email.policy.default)
         faults = ProviderFaults.read(self.mail_dir)
         message_id = str(parsed["Message-ID"] or "").strip()
-        if faults.hangs():
+        if faults.hangs() or self._spends_once(faults, "hung"):
             self._note("hung", message_id)
             # Cancelled when the sender hangs up (aiosmtpd cancels the handler).
             await asyncio.sleep(HANG_AT_MOST)
@@ -114,11 +115,19 @@ class _Mailbox:
         if self.mail_dir is not None:
             self.mail_dir.mkdir(parents=True, exist_ok=True)
             (self.mail_dir / f"{number:05d}.eml").write_bytes(raw)
-        if faults.drops_reply():
+        if faults.drops_reply() or self._spends_once(faults, "dropped reply"):
             # Taken, and the line cut before the "250": the sender cannot know it went.
             self._note("dropped reply", message_id)
             server.transport.abort()
         return "250 Message accepted for delivery"
+
+    def _spends_once(self, faults: ProviderFaults, what: Mishap) -> bool:
+        """Whether this message is the one that ``faults.once`` befalls: the first to come
+        here since they were written (nothing is awaited between the look and the mark)."""
+        if faults.once != what or faults.once_token in self._spent_once:
+            return False
+        self._spent_once.add(faults.once_token)
+        return True
 
     def _note(self, what: Mishap, message_id: str) -> None:
         if self.mail_dir is not None:

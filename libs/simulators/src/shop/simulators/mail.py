@@ -11,13 +11,15 @@ import asyncio
 import json
 import random
 import time
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 FAULT_REPLY = "451 4.3.0 temporary failure, try again later"
 """What a message gets when the injected faults say it fails: a transient refusal."""
 HANG_AT_MOST: Final = 600.0
+Mishap = Literal["dropped reply", "hung"]
 """How long the sink hangs on a message before refusing it, if its sender waits that long."""
 
 
@@ -27,13 +29,18 @@ class ProviderFaults:
     message waits a random time within ``latency`` (seconds) and is refused with a
     transient ``451`` with probability ``failure_rate``; of the rest, a share
     ``drop_reply_rate`` is taken and the connection dropped before the reply, and a share
-    ``hang_rate`` is never answered (until the sender hangs up). Kept as a file in the
-    sink's folder, so another process can set and clear them while the sink runs."""
+    ``hang_rate`` is never answered (until the sender hangs up). ``once``: that mishap
+    befalls the next message taken, and that one alone, however long the faults stay
+    written. Kept as a file in the sink's folder, so another process can set and clear
+    them while the sink runs."""
 
     latency: tuple[float, float] = (0.0, 0.0)
     failure_rate: float = 0.0
     drop_reply_rate: float = 0.0
     hang_rate: float = 0.0
+    once: Mishap | None = None
+    once_token: str | None = field(default=None, compare=False)
+    """Which writing of ``once`` this is: the sink spends each token on one message."""
 
     FILE = "provider-faults.json"
 
@@ -52,6 +59,8 @@ class ProviderFaults:
             "failure_rate": self.failure_rate,
             "drop_reply_rate": self.drop_reply_rate,
             "hang_rate": self.hang_rate,
+            "once": self.once,
+            "once_token": uuid.uuid4().hex if self.once else None,
         }
         temporary = mail_dir / f".{self.FILE}.tmp"
         temporary.write_text(json.dumps(body))
@@ -75,6 +84,8 @@ class ProviderFaults:
                 failure_rate=float(body["failure_rate"]),
                 drop_reply_rate=float(body.get("drop_reply_rate", 0.0)),
                 hang_rate=float(body.get("hang_rate", 0.0)),
+                once=_mishap(body.get("once")),
+                once_token=body.get("once_token"),
             )
         except (OSError, ValueError, KeyError, TypeError):
             return cls()
@@ -95,9 +106,6 @@ class ProviderFaults:
     def drops_reply(self) -> bool:
         """Whether this message, once taken, has its connection dropped before the reply."""
         return bool(self.drop_reply_rate) and random.random() < self.drop_reply_rate
-
-
-Mishap = Literal["dropped reply", "hung"]
 
 
 @dataclass(frozen=True)
@@ -134,3 +142,11 @@ class ProviderJournal:
             JournalEntry(entry["what"], entry["message_id"], float(entry["at"]))
             for entry in map(json.loads, path.read_text().splitlines())
         ]
+
+
+def _mishap(value: object) -> Mishap | None:
+    if value is None:
+        return None
+    if value not in get_args(Mishap):
+        raise ValueError(f"no such mishap: {value!r}")
+    return value  # type: ignore[return-value]
