@@ -82,7 +82,9 @@ test: lint typecheck contracts pytest
 # The chaos suite at full length, on each bus in turn: CHAOS_ORDERS orders at CHAOS_RATE a
 # second under CHAOS_KILLS SIGKILLs, SIGTERMs, a broker freeze and a failing e-mail provider;
 # each run prints its invariants table, and every bus runs even when one fails (make test
-# runs a bounded form on both buses).
+# runs a bounded form on both buses). Each bus's run keeps its shop (logs, e-mails, the report)
+# in .chaos/<bus> until the next: a folder of its own, which no other pytest run on the machine
+# clears as pytest clears its older temporary folders.
 CHAOS_ORDERS ?= 2000
 CHAOS_KILLS ?= 30
 CHAOS_RATE ?= 8
@@ -92,6 +94,7 @@ chaos: install
 	@failed=""; for bus in $(CHAOS_BUSES); do \
 		SHOP_CHAOS_TRANSPORT=$$bus SHOP_CHAOS_ORDERS=$(CHAOS_ORDERS) SHOP_CHAOS_KILLS=$(CHAOS_KILLS) \
 		SHOP_CHAOS_RATE=$(CHAOS_RATE) $(RUN) pytest tests/chaos/test_chaos.py -s -p no:cacheprovider \
+		--basetemp=.chaos/$$bus \
 		|| failed="$$failed $$bus"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "chaos failed on:$$failed"; exit 1; fi
