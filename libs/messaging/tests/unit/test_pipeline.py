@@ -10,7 +10,8 @@ from shop.contracts import OrderCreated, OrderPaid, encode, examples, wrap
 from shop.messaging import MessageContext, PermanentError, Router
 from shop.messaging.context import current_envelope
 from shop.messaging.message import Delivery
-from shop.messaging.outcome import Ack, DeadLetter, Retry
+from shop.messaging.middlewares import Handling, Next
+from shop.messaging.outcome import Ack, DeadLetter, Outcome, Retry
 from shop.messaging.pipeline import OutcomeRecord, Pipeline
 
 ORDER_CREATED = wrap(
@@ -216,3 +217,44 @@ async def test_any_other_failure_spends_an_attempt_at_once() -> None:
 
     assert isinstance(await pipeline.process(delivery(attempt=3)), DeadLetter)
     assert calls == [3]
+
+
+async def test_a_concern_of_the_services_own_is_a_middleware_around_the_handler() -> None:
+    """It runs inside the standard ones: it sees the routed subscriber, its failure is
+    retried like the handler's, and it can answer without the handler."""
+    seen: list[str | None] = []
+
+    async def paused_for_maintenance(handling: Handling, call_next: Next) -> Outcome:
+        seen.append(handling.subscriber_id)
+        if handling.delivery.attempt == 1:
+            raise ConnectionError("provider paused")
+        return await call_next(handling)
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False)(succeed)
+    records: list[OutcomeRecord] = []
+    pipeline = Pipeline(router, observers=[records.append], middlewares=[paused_for_maintenance])
+
+    first = await pipeline.process(delivery(attempt=1))
+    second = await pipeline.process(delivery(attempt=2))
+
+    assert isinstance(first, Retry)
+    assert first.failure.error_type == "ConnectionError"
+    assert second == Ack()
+    assert seen == ["notification-service:succeed"] * 2
+    assert [r.outcome for r in records] == [first, second]
+
+
+async def test_an_undecodable_body_reaches_no_middleware_of_the_services() -> None:
+    reached: list[Handling] = []
+
+    async def record(handling: Handling, call_next: Next) -> Outcome:
+        reached.append(handling)
+        return await call_next(handling)
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False)(succeed)
+    pipeline = Pipeline(router, middlewares=[record])
+    outcome = await pipeline.process(delivery(body=b"{not json"))
+    assert isinstance(outcome, DeadLetter)
+    assert reached == []

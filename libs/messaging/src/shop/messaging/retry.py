@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the subscribers carry their policies: imported the other way at run time
+    from shop.messaging.subscriber import Router
 
 DEFAULT_MAX_ATTEMPTS = 5
 DEFAULT_BASE_DELAY = 2.0
@@ -75,3 +80,8 @@ class RetryPolicy:
     def nominal_delays(self) -> list[float]:
         """Every distinct nominal delay this policy can ask for, shortest first."""
         return sorted({self.nominal_delay(attempt) for attempt in range(1, self.max_attempts)})
+
+
+def scaled_policies(router: Router, time_scale: float) -> dict[str, RetryPolicy]:
+    """Each subscriber's policy by message type, its delays multiplied by ``time_scale``."""
+    return {s.message_type: dataclasses.replace(s.retry, time_scale=time_scale) for s in router}

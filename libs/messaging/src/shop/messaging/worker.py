@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging.health import HealthServer, OperatorRoute
 from shop.messaging.metrics import Metrics
+from shop.messaging.middlewares import Middleware
 from shop.messaging.pipeline import OutcomeObserver, Pipeline
 from shop.messaging.relay import Relay
 from shop.messaging.settings import MessagingSettings
@@ -43,6 +44,7 @@ class Worker:
         metrics: Metrics | None = None,
         observers: Sequence[OutcomeObserver] = (),
         outage: Callable[[BaseException], bool] | None = None,
+        middlewares: Sequence[Middleware] = (),
         health_host: str = "127.0.0.1",
         health_port: int | None = None,
         routes: Sequence[OperatorRoute] = (),
@@ -51,6 +53,8 @@ class Worker:
     ) -> None:
         """``outage``: whether a handler's failure says what it needs is away (the
         service's database), which does not spend the message's attempts.
+        ``middlewares``: the service's own, run inside
+        :func:`~shop.messaging.pipeline.standard_middlewares`, just around each handler.
         ``routes``: the service's own operator routes on the health port. ``jobs``: what
         runs beside the consumers (a periodic task, say) until the worker stops: each is
         given an event set at the stop and must return soon after. ``on_close``: what to
@@ -69,6 +73,7 @@ class Worker:
                 outage=outage,
                 observers=[self.metrics.observe, *observers],
                 system=transport.name,
+                middlewares=middlewares,
             )
             for router in routers
         ]

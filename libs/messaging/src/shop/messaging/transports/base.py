@@ -26,6 +26,18 @@ from shop.messaging.pipeline import Pipeline
 
 
 @dataclass(frozen=True, slots=True)
+class Features:
+    """What a transport's broker promises beyond what every transport does: the behaviour
+    suite tests each promise on the transports that make it, and says which do not."""
+
+    largest_body: int | None
+    """Bytes the broker takes in one message at publication (None: no limit of its own;
+    the consumer dead-letters what it cannot read)."""
+    key_order: bool
+    """A key's messages are handled one after the other, in the order published."""
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerOptions:
     max_in_flight: int = 64
     """Messages handled at once by one consumer (each key still one at a time)."""
@@ -70,6 +82,7 @@ class ConsumerLifecycle:
 
 class Transport(Protocol):
     name: str
+    features: Features
 
     @property
     def naming(self) -> Naming:

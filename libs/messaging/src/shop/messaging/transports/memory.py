@@ -26,7 +26,7 @@ from shop.messaging.message import Delivery, OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.outcome import Ack, DeadLetter, Outcome, Retry
 from shop.messaging.pipeline import Pipeline
-from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions
+from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions, Features
 
 # -- wire -----------------------------------------------------------------------------
 
@@ -100,6 +100,7 @@ def _default_broker() -> MemoryBroker:
 
 class MemoryTransport:
     name = "memory"
+    features = Features(largest_body=None, key_order=True)
 
     def __init__(self, broker: MemoryBroker | None = None, naming: Naming | None = None) -> None:
         self.broker = broker or _default_broker()

@@ -16,7 +16,7 @@ from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.pipeline import Pipeline
 from shop.messaging.settings import KafkaSettings
-from shop.messaging.transports.base import ConsumerOptions
+from shop.messaging.transports.base import ConsumerOptions, Features
 from shop.messaging.transports.kafka.client import KafkaClient, KafkaError
 from shop.messaging.transports.kafka.consumer import KafkaConsumer
 from shop.messaging.transports.kafka.deadletters import KafkaDeadLetterStore
@@ -29,6 +29,8 @@ class KafkaTransport:
     them to a broker's auto-creation and its defaults."""
 
     name = "kafka"
+    features = Features(largest_body=None, key_order=True)
+    """A key is one partition, consumed in order."""
 
     def __init__(self, settings: KafkaSettings, naming: Naming | None = None) -> None:
         self.settings = settings

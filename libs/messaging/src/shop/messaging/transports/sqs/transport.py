@@ -14,7 +14,7 @@ from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.pipeline import Pipeline
 from shop.messaging.settings import SqsSettings
-from shop.messaging.transports.base import ConsumerOptions
+from shop.messaging.transports.base import ConsumerOptions, Features
 from shop.messaging.transports.sqs.client import BATCH_LIMIT, SqsClient
 from shop.messaging.transports.sqs.consumer import SqsConsumer
 from shop.messaging.transports.sqs.deadletters import SqsDeadLetterStore
@@ -31,6 +31,8 @@ class SqsTransport:
     and SQS address them by ARN and URL, which only a call can tell."""
 
     name = "sqs"
+    features = Features(largest_body=256 * 1024, key_order=False)
+    """SNS refuses a message over 256 KiB; standard queues promise no order."""
 
     def __init__(self, settings: SqsSettings, naming: Naming | None = None) -> None:
         self.settings = settings

@@ -1,0 +1,32 @@
+"""Any other failure is transient by design: retried after the subscriber's backoff, or a
+dead letter once its attempts are spent."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from shop.messaging.middlewares.chain import Handling, Next
+from shop.messaging.middlewares.dead_letters import dead_letter
+from shop.messaging.outcome import Failure, Outcome, Retry
+from shop.messaging.retry import RetryPolicy, scaled_policies
+from shop.messaging.subscriber import Router
+
+
+class Retries:
+    def __init__(self, router: Router, *, time_scale: float = 1.0) -> None:
+        self.policies = scaled_policies(router, time_scale)
+
+    async def __call__(self, handling: Handling, call_next: Next) -> Outcome:
+        try:
+            return await call_next(handling)
+        except Exception as error:
+            envelope, delivery = handling.envelope, handling.delivery
+            policy = (self.policies.get(envelope.type) if envelope else None) or RetryPolicy()
+            if policy.gives_up_after(delivery.attempt):
+                return dead_letter(delivery, error)
+            return Retry(
+                delay=policy.delay(delivery.attempt),
+                attempt=delivery.attempt,
+                failure=Failure.of(error),
+                first_failure_at=delivery.first_failure_at or datetime.now(UTC),
+            )
