@@ -91,7 +91,7 @@ CHAOS_RATE ?= 8
 CHAOS_BUSES ?= kafka sqs
 
 chaos: install
-	@failed=""; for bus in $(CHAOS_BUSES); do \
+	@mkdir -p .chaos; failed=""; for bus in $(CHAOS_BUSES); do \
 		SHOP_CHAOS_TRANSPORT=$$bus SHOP_CHAOS_ORDERS=$(CHAOS_ORDERS) SHOP_CHAOS_KILLS=$(CHAOS_KILLS) \
 		SHOP_CHAOS_RATE=$(CHAOS_RATE) $(RUN) pytest tests/chaos/test_chaos.py -s -p no:cacheprovider \
 		--basetemp=.chaos/$$bus \
