@@ -204,8 +204,9 @@ async def unsent(connection: asyncpg.Connection) -> int:
 _HEADERS_END: Final = re.compile(rb"\r?\n\r?\n")
 _HEAD_BYTES: Final = 64 * 1024
 _sink_seen: dict[Path, SentMail] = {}
-"""Mails read whole once: the sink never changes a file it finished, and a drain reads
-thousands of them (receipts with their PDFs) every round."""
+"""Mails read once each: the sink never changes a file it finished, and a drain reads
+thousands of them (receipts with their PDFs) every round. Keyed by path: each run's sink
+numbers its files in a folder of the run's own, so a name is never used twice."""
 
 
 def sink_mails(mail_dir: Path) -> Iterable[SentMail]:

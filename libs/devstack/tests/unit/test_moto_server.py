@@ -1,4 +1,5 @@
-"""moto's SQS race, shown on its own queues, and the lock that ends it.
+"""moto's SQS race, shown on its own queues, and the lock that ends it; then what a send
+and a receive cost on a deep queue, and the guard that skips moto's counting.
 
 Two deletes and a send meet on one queue: the first delete is held inside its rebuild of
 the message list while the others run. moto alone loses the sent message and brings the
@@ -19,9 +20,9 @@ from moto.sqs.models import Message, Queue, SQSBackend, sqs_backends
 from shop.devstack import moto_server
 from shop.devstack.moto_server import (
     count_queues_only_when_asked,
-    is_counting_lazily,
     is_serialised,
     serialise_queue_writes,
+    skips_counts,
 )
 
 pytestmark = pytest.mark.unit
@@ -134,7 +135,7 @@ def test_the_methods_the_guard_wraps_are_still_there_with_their_parameters() -> 
         assert isinstance(getattr(Queue, name), property), f"moto has no Queue.{name}"
 
 
-# -- a send's cost -----------------------------------------------------------------------
+# -- a send's and a receive's cost ------------------------------------------------------
 #
 # moto's send_message reads the queue's ``attributes`` for one setting (content-based
 # deduplication), and that property counts the queue's messages three ways, looking at
@@ -183,7 +184,7 @@ def _messages_looked_at_by_one_receive_of_ten(
 def test_moto_alone_looks_at_every_message_of_a_queue_to_send_or_receive_one(
     deep_queue: SQSBackend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert not is_counting_lazily()
+    assert not skips_counts()
     looked_at = _messages_looked_at_by_one_send(deep_queue, monkeypatch)
     assert looked_at >= DEPTH, "moto's send no longer counts the queue: drop the guard"
     looked_at = _messages_looked_at_by_one_receive_of_ten(deep_queue, monkeypatch)
@@ -195,7 +196,7 @@ def test_with_the_guard_sends_and_receives_count_nothing_and_the_counts_stay_rig
 ) -> None:
     count_queues_only_when_asked()
     count_queues_only_when_asked()  # a second call wraps nothing twice
-    assert is_counting_lazily()
+    assert skips_counts()
     assert _messages_looked_at_by_one_send(deep_queue, monkeypatch) == 0
     assert _messages_looked_at_by_one_receive_of_ten(deep_queue, monkeypatch) <= DEPTH + 1
     attributes = deep_queue.get_queue("race").attributes

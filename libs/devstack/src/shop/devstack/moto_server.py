@@ -12,9 +12,8 @@ A long poll holds it only while it looks: it waits for a message outside it. And
 counts every message of a queue (three times) each time it sends to it, and each time it
 hands out one of its messages: that is skipped (see :func:`count_queues_only_when_asked`).
 It reaches under moto's public API (its backend classes), so
-``tests/unit/test_moto_server.py`` pins
-the methods it wraps and shows the race and the counting still there without it: an
-upgrade that changes either fails that test, loudly.
+``tests/unit/test_moto_server.py`` pins the methods it wraps and shows the race and the
+counting still there without it: an upgrade that changes either fails that test, loudly.
 """
 
 from __future__ import annotations
@@ -129,7 +128,7 @@ def count_queues_only_when_asked() -> None:
     thirty times that, under the one queue lock: a deep queue (e-mails waiting out a slow
     provider) held up every send to every queue. While a send or a receive runs (on this
     request's thread) the counts read 0; everywhere else they are counted as before."""
-    if is_counting_lazily():
+    if skips_counts():
         return
     for name in _COUNTS:
         setattr(Queue, name, _zero_while_not_counting(getattr(Queue, name)))
@@ -137,7 +136,7 @@ def count_queues_only_when_asked() -> None:
         setattr(SQSBackend, name, _without_counts(getattr(SQSBackend, name)))
 
 
-def is_counting_lazily() -> bool:
+def skips_counts() -> bool:
     return getattr(SQSBackend.send_message, "__shop_uncounted__", False)
 
 

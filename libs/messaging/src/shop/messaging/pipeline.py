@@ -37,7 +37,8 @@ from shop.messaging.middlewares import (
     compose,
 )
 from shop.messaging.outcome import Ack, Outcome
-from shop.messaging.subscriber import Router, Subscriber
+from shop.messaging.retry import scaled_policies
+from shop.messaging.subscriber import Router
 
 __all__ = [
     "HandlerTimedOut",
@@ -67,16 +68,17 @@ def standard_middlewares(
     the outcome is decided on. Slots before the outage's retries in place, so that a
     handler waiting out an outage holds its slot; the timeout inside them, so that each
     try has its own; the inbox innermost, its transaction around the handler alone."""
+    policies = scaled_policies(router, time_scale)
     return [
         Observing(observers),
         Decoding(),
         Spans(system),
         Logging(),
-        Retries(router, time_scale=time_scale),
+        Retries(policies),
         DeadLetters(),
         Routing(router),
         Slots(router),
-        Outage(router, outage or (lambda _: False), time_scale=time_scale),
+        Outage(policies, outage or (lambda _: False)),
         Timeout(router, default=handler_timeout),
         Inbox(sessions),
     ]
@@ -101,10 +103,10 @@ class Pipeline:
         service's database, say) rather than that the message failed: such a failure is
         tried again in place and does not spend the message's attempts (see
         :class:`RetryPolicy`). ``middlewares``: the service's own, run inside the
-        standard ones, just around the handler."""
+        standard ones, just around the handler (inside its transaction, for a
+        transactional subscriber)."""
         self.router = router
         self.group = router.group
-        self.sessions = sessions
         missing = [s.name for s in router if s.transactional and sessions is None]
         if missing:
             raise ValueError(f"transactional subscribers {missing} need a database session factory")
@@ -121,11 +123,6 @@ class Pipeline:
             *middlewares,
         ]
         self._call = compose(self.middlewares, _handle)
-
-    def subscriber_id(self, subscriber: Subscriber) -> str:
-        """``group:subscriber``: a subscriber named apart from those of other consumers,
-        as the inbox records what it handled (in the inbox's ``consumer`` column)."""
-        return f"{self.group}:{subscriber.name}"
 
     async def process(self, delivery: Delivery) -> Outcome:
         return await self._call(Handling(delivery, self.group))

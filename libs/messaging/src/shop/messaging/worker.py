@@ -54,7 +54,8 @@ class Worker:
         """``outage``: whether a handler's failure says what it needs is away (the
         service's database), which does not spend the message's attempts.
         ``middlewares``: the service's own, run inside
-        :func:`~shop.messaging.pipeline.standard_middlewares`, just around each handler.
+        :func:`~shop.messaging.pipeline.standard_middlewares`, just around each handler
+        (inside its transaction, for a transactional subscriber).
         ``routes``: the service's own operator routes on the health port. ``jobs``: what
         runs beside the consumers (a periodic task, say) until the worker stops: each is
         given an event set at the stop and must return soon after. ``on_close``: what to

@@ -19,8 +19,9 @@ from typing import Final, Literal, get_args
 FAULT_REPLY = "451 4.3.0 temporary failure, try again later"
 """What a message gets when the injected faults say it fails: a transient refusal."""
 HANG_AT_MOST: Final = 600.0
-Mishap = Literal["dropped reply", "hung"]
 """How long the sink hangs on a message before refusing it, if its sender waits that long."""
+Mishap = Literal["dropped reply", "hung"]
+"""What the sink does to a message on purpose, and notes in its journal."""
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,9 @@ class ProviderFaults:
             "drop_reply_rate": self.drop_reply_rate,
             "hang_rate": self.hang_rate,
             "once": self.once,
-            "once_token": uuid.uuid4().hex if self.once else None,
+            # A fresh token for a new mishap; faults read back and written again keep theirs,
+            # so that a spent one is not armed again.
+            "once_token": (self.once_token or uuid.uuid4().hex) if self.once else None,
         }
         temporary = mail_dir / f".{self.FILE}.tmp"
         temporary.write_text(json.dumps(body))

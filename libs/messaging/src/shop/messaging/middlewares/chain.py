@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -28,8 +28,6 @@ class Handling:
     subscriber: Subscriber | None = None
     session: AsyncSession | None = None
     """The handler's transaction, for a transactional subscriber."""
-    extras: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """What a middleware of the service's own wants to hand to an inner one."""
 
     def routed(self) -> tuple[Subscriber, Envelope[Contract]]:
         """The subscriber and its envelope, for a middleware inside the routing."""

@@ -6,28 +6,24 @@ restart sends nothing round the bus. An outage that outlasts the policy's
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import structlog
 
 from shop.messaging.middlewares.chain import Handling, Next
 from shop.messaging.outcome import Outcome
-from shop.messaging.retry import scaled_policies
-from shop.messaging.subscriber import Router
+from shop.messaging.retry import RetryPolicy
 
 log = structlog.get_logger("shop.messaging")
 
 
 class Outage:
     def __init__(
-        self,
-        router: Router,
-        is_outage: Callable[[BaseException], bool],
-        *,
-        time_scale: float = 1.0,
+        self, policies: Mapping[str, RetryPolicy], is_outage: Callable[[BaseException], bool]
     ) -> None:
+        self.policies = policies
+        """Each subscriber's, by message type."""
         self.is_outage = is_outage
-        self.policies = scaled_policies(router, time_scale)
 
     async def __call__(self, handling: Handling, call_next: Next) -> Outcome:
         subscriber, envelope = handling.routed()

@@ -3,18 +3,19 @@ dead letter once its attempts are spent."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from shop.messaging.middlewares.chain import Handling, Next
 from shop.messaging.middlewares.dead_letters import dead_letter
 from shop.messaging.outcome import Failure, Outcome, Retry
-from shop.messaging.retry import RetryPolicy, scaled_policies
-from shop.messaging.subscriber import Router
+from shop.messaging.retry import RetryPolicy
 
 
 class Retries:
-    def __init__(self, router: Router, *, time_scale: float = 1.0) -> None:
-        self.policies = scaled_policies(router, time_scale)
+    def __init__(self, policies: Mapping[str, RetryPolicy]) -> None:
+        self.policies = policies
+        """Each subscriber's, by message type."""
 
     async def __call__(self, handling: Handling, call_next: Next) -> Outcome:
         try:
