@@ -138,6 +138,31 @@ async def test_a_scheduled_message_is_published_once_due_and_not_before(
     assert await unsent(sessions) == 0
 
 
+class StoppedWhilePublishing(MemoryTransport):
+    """Publishes, then asks its relay to stop: the stop lands while the batch is in flight."""
+
+    relay: Relay
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        await super().publish(messages)
+        self.relay.stop()
+
+
+async def test_a_stop_marks_the_batch_already_published_instead_of_publishing_it_again(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    # A deploy stops the relay between a publication and its mark; abandoned, the batch
+    # would go out a second time from the next leader, a duplicate on every deploy.
+    broker = MemoryBroker()
+    transport = StoppedWhilePublishing(broker)
+    relay = transport.relay = Relay(database_url, transport, settings=FAST)
+    await write_rows(sessions, keys=1, per_key=3)
+    async with relaying(relay) as running:
+        await asyncio.wait_for(running, 30)
+    assert len(broker.published) == 3
+    assert await unsent(sessions) == 0
+
+
 async def test_a_mass_of_scheduled_messages_does_not_hold_up_the_ones_due_now(
     sessions: async_sessionmaker[AsyncSession], database_url: str
 ) -> None:

@@ -194,7 +194,7 @@ class Relay:
         """Claim, publish and mark batches, two at a time: while one batch waits for the
         broker's acknowledgements the next is read and handed to the producer, so the
         database and the broker work at once. Returns "idle" when nothing is left to
-        publish, "stopping" on :meth:`stop`."""
+        publish, "stopping" on :meth:`stop` once the batch in flight is settled."""
         in_flight: _Batch | None = None
         try:
             while not self._stopping.is_set():
@@ -219,6 +219,11 @@ class Relay:
                 await self._report_backlog(connection)
                 if in_flight is None:
                     return "idle"
+            if in_flight is not None:
+                # A stop lets the batch on its way finish and marks it: abandoned, it would
+                # go out again from the next leader, a duplicate on every deploy.
+                batch, in_flight = in_flight, None
+                await self._settle(connection, batch)
             return "stopping"
         finally:
             if in_flight is not None:
