@@ -5,8 +5,7 @@ an :class:`SqsConsumer` per consumer."""
 from __future__ import annotations
 
 import asyncio
-from collections import Counter, defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
 
 from shop.contracts import ALL_CONTRACTS
 from shop.messaging.errors import MessagingError, PublishError
@@ -15,7 +14,8 @@ from shop.messaging.naming import Naming
 from shop.messaging.pipeline import Pipeline
 from shop.messaging.settings import SqsSettings
 from shop.messaging.transports.base import ConsumerOptions, Features
-from shop.messaging.transports.sqs.client import BATCH_LIMIT, SqsClient
+from shop.messaging.transports.sqs.batching import BATCH_BYTES, topic_batches, waves, wire_size
+from shop.messaging.transports.sqs.client import SqsClient
 from shop.messaging.transports.sqs.consumer import SqsConsumer
 from shop.messaging.transports.sqs.deadletters import SqsDeadLetterStore
 from shop.messaging.transports.sqs.topology import (
@@ -31,7 +31,7 @@ class SqsTransport:
     and SQS address them by ARN and URL, which only a call can tell."""
 
     name = "sqs"
-    features = Features(largest_body=256 * 1024, key_order=False)
+    features = Features(largest_body=BATCH_BYTES, key_order=False)
     """SNS refuses a message over 256 KiB; standard queues promise no order."""
 
     def __init__(self, settings: SqsSettings, naming: Naming | None = None) -> None:
@@ -99,56 +99,55 @@ class SqsTransport:
         """Publish ``messages`` in waves: a key's n-th message goes in the n-th wave, once
         its earlier ones are out, and a wave's messages (of distinct keys, in no order
         among themselves) go in full batches of one topic, several calls at once."""
-        failed: set[int] = set()
-        cause: BaseException | None = None
-        blocked_keys: set[str] = set()
+        entries, errors = _entries(messages)
+        failed: set[int] = set(errors)
+        cause: BaseException | None = next(iter(errors.values()), None)
+        blocked_keys = {messages[index].key for index in errors}
+        topics = {index: messages[index].topic for index in entries}
+        sizes = {index: wire_size(*entry) for index, entry in entries.items()}
         calls = asyncio.Semaphore(self.settings.publish_concurrency)
 
         async def publish_batch(batch: list[int]) -> dict[int, BaseException]:
             async with calls:
-                return await self._publish_batch(messages, batch)
+                return await self._publish_batch(topics[batch[0]], entries, batch)
 
-        for wave in _waves(messages):
+        for wave in waves([message.key for message in messages]):
             # Once a message of a key failed, its later ones wait too: publishing them now
             # would put them ahead of it when the outbox sends it again.
             held = {index for index in wave if messages[index].key in blocked_keys}
-            sendable = [index for index in wave if index not in held]
-            results = await asyncio.gather(
-                *(publish_batch(batch) for batch in _topic_batches(messages, sendable))
-            )
-            errors = {index: error for result in results for index, error in result.items()}
-            failed |= held | errors.keys()
-            blocked_keys.update(messages[index].key for index in errors)
-            cause = cause or next(iter(errors.values()), None)
+            sendable = [index for index in wave if index in entries and index not in held]
+            # A task group: a call that fails unexpectedly cancels its siblings and waits
+            # for them, so none goes on publishing after this returns.
+            async with asyncio.TaskGroup() as group:
+                calling = [
+                    group.create_task(publish_batch(batch))
+                    for batch in topic_batches(sendable, topics, sizes)
+                ]
+            wave_errors = {i: e for call in calling for i, e in call.result().items()}
+            failed |= held | wave_errors.keys()
+            blocked_keys.update(messages[index].key for index in wave_errors)
+            cause = cause or next(iter(wave_errors.values()), None)
         if failed:
             assert cause is not None  # a key is held back only after a failure
             raise PublishError(failed, cause)
 
     async def _publish_batch(
-        self, messages: Sequence[OutgoingMessage], indexes: Sequence[int]
+        self,
+        topic: str,
+        entries: Mapping[int, tuple[str, MessageAttributes]],
+        batch: Sequence[int],
     ) -> dict[int, BaseException]:
         """Publish one batch (one topic); the errors of the messages that failed."""
-        errors: dict[int, BaseException] = {}
-        entries: dict[int, tuple[str, MessageAttributes]] = {}
-        for index in indexes:
-            message = messages[index]
-            try:
-                body = message.body.decode("utf-8")
-            except UnicodeDecodeError as error:  # SNS carries text only
-                errors[index] = error
-                continue
-            entries[index] = (body, message_attributes(message.headers, message.key))
-        if not entries:
-            return errors
+        chosen = {index: entries[index] for index in batch}
         try:
-            arn = await self.topic_arn(messages[indexes[0]].topic)
-            refused = await self._client.publish_batch(arn, entries)
+            arn = await self.topic_arn(topic)
+            refused = await self._client.publish_batch(arn, chosen)
         except Exception as error:  # reported to the caller as PublishError
-            errors.update(dict.fromkeys(entries, error))
-            return errors
-        for index, reason in refused.items():
-            errors[index] = MessagingError(f"SNS refused message: {reason}")
-        return errors
+            return dict.fromkeys(chosen, error)
+        return {
+            index: MessagingError(f"SNS refused message: {reason}")
+            for index, reason in refused.items()
+        }
 
     # -- queues -----------------------------------------------------------------------
 
@@ -208,24 +207,18 @@ class SqsTransport:
         return self._store
 
 
-def _waves(messages: Sequence[OutgoingMessage]) -> list[list[int]]:
-    """Indexes of ``messages`` by wave: the n-th message of each key is in the n-th."""
-    waves: list[list[int]] = []
-    seen: Counter[str] = Counter()
+def _entries(
+    messages: Sequence[OutgoingMessage],
+) -> tuple[dict[int, tuple[str, MessageAttributes]], dict[int, BaseException]]:
+    """Each message as SNS takes it (its body as text, its attributes), by index; and the
+    errors of those it cannot take."""
+    entries: dict[int, tuple[str, MessageAttributes]] = {}
+    errors: dict[int, BaseException] = {}
     for index, message in enumerate(messages):
-        rank = seen[message.key]
-        seen[message.key] += 1
-        if rank == len(waves):
-            waves.append([])
-        waves[rank].append(index)
-    return waves
-
-
-def _topic_batches(messages: Sequence[OutgoingMessage], indexes: list[int]) -> Iterator[list[int]]:
-    """``indexes`` in batches of one topic and at most 10 (what one PublishBatch takes)."""
-    by_topic: dict[str, list[int]] = defaultdict(list)
-    for index in indexes:
-        by_topic[messages[index].topic].append(index)
-    for same_topic in by_topic.values():
-        for start in range(0, len(same_topic), BATCH_LIMIT):
-            yield same_topic[start : start + BATCH_LIMIT]
+        try:
+            body = message.body.decode("utf-8")
+        except UnicodeDecodeError as error:  # SNS carries text only
+            errors[index] = error
+            continue
+        entries[index] = (body, message_attributes(message.headers, message.key))
+    return entries, errors
