@@ -76,10 +76,10 @@ class SqsSettings(BaseModel):
     """Long-polling receive loops per consumer, each taking up to 10 messages."""
     wait_time_seconds: int = Field(default=20, ge=0, le=20)
     visibility_timeout: int = Field(default=30, ge=1, le=43_200)
-    """Seconds a received message stays hidden; extended every half of it while its handler
-    still runs. A worker killed with messages in hand gives them back after this long, so it
-    is short (SQS's own default), yet longer than a stall of the endpoint that holds back an
-    extension (twice the half)."""
+    """Seconds a received message stays hidden; extended every third of it (counted from
+    each call's start) while it waits or its handler runs. A worker killed with messages in
+    hand gives them back after this long, so it is short (SQS's own default), yet an
+    endpoint may stall for two thirds of it without a message showing again."""
 
 
 class MessagingSettings(BaseModel):

@@ -29,6 +29,7 @@ from shop.messaging.settling import write_dead_letter, write_until_done
 from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions
 from shop.messaging.transports.sqs.client import ReceiptExpired, SqsClient, transient
 from shop.messaging.transports.sqs.topology import QueueLookup, SqsQueues
+from shop.messaging.transports.sqs.visibility import keep_hidden
 from shop.messaging.transports.sqs.wire import SqsMessage, delivery_of
 
 log = structlog.get_logger("shop.messaging")
@@ -151,8 +152,8 @@ class SqsConsumer(ConsumerLifecycle):
         """Push the visibility timeout forward while the message waits or is handled, so
         that SQS does not hand it to another worker meanwhile."""
         timeout = self._settings.visibility_timeout
-        while True:
-            await asyncio.sleep(timeout / 2)
+
+        async def extend() -> None:
             try:
                 await self._client.change_visibility(queues.url, message, timeout)
             except Exception:
@@ -162,6 +163,8 @@ class SqsConsumer(ConsumerLifecycle):
                     message_id=message.message_id,
                     exc_info=True,
                 )
+
+        await keep_hidden(extend, timeout)
 
     async def _stop_keeping(self, held: _Held) -> None:
         self._held.discard(held)
