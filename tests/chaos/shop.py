@@ -218,5 +218,18 @@ class ChaosShop:
             if not replica.running():
                 raise DevstackError(f"{replica.name} exited: {replica.process.last_log_line()}")
             if time.monotonic() > deadline:
-                raise DevstackError(f"{replica.name} not ready within {within:g} s")
+                raise DevstackError(
+                    f"{replica.name} not ready within {within:g} s: {await _readiness(replica)}"
+                )
             await asyncio.sleep(0.1)
+
+
+async def _readiness(replica: Replica) -> str:
+    """What ``replica``'s readiness path answers (which of its parts are not ready), or why
+    it does not answer: the first thing to know of a replica that stays unready."""
+    try:
+        async with httpx.AsyncClient(timeout=5) as client:
+            reply = await client.get(f"http://127.0.0.1:{replica.port}{replica.ready_path or ''}")
+    except httpx.HTTPError as error:
+        return f"no answer ({error!r})"
+    return f"{reply.status_code} {reply.text}"
