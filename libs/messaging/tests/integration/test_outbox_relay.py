@@ -27,11 +27,13 @@ from shop.messaging import (
     KafkaSettings,
     Naming,
     OutboxItem,
+    PublishError,
     Relay,
     RelaySettings,
     add,
     add_on_connection,
 )
+from shop.messaging.errors import MessageTooLarge
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.outbox import outbox_row
 from shop.messaging.relay import asyncpg_dsn
@@ -205,6 +207,50 @@ def by_key(messages: Sequence[OutgoingMessage]) -> dict[str, list[uuid.UUID]]:
     for message in messages:
         received[message.key].append(decode(message.body).event_id)
     return received
+
+
+class RefusesOnce(MemoryTransport):
+    """Hands its batch over in order like the others, but refuses one message the first
+    time, and says so a moment later (so that the relay has the next batch on its way)."""
+
+    def __init__(self, broker: MemoryBroker, refused: uuid.UUID) -> None:
+        super().__init__(broker)
+        self.refused: uuid.UUID | None = refused
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        ids = [decode(message.body).event_id for message in messages]
+        if self.refused not in ids:
+            await super().publish(messages)
+            return
+        failed = ids.index(self.refused)
+        self.refused = None
+        await super().publish([m for i, m in enumerate(messages) if i != failed])
+        await asyncio.sleep(0.3)  # as a broker's refusal comes with its acknowledgements
+        raise PublishError({failed}, MessageTooLarge("refused once"))
+
+
+def first_publications(messages: Sequence[OutgoingMessage]) -> dict[str, list[uuid.UUID]]:
+    """Each key's events in the order each was first published (duplicates dropped, as
+    the consumers' inbox drops them)."""
+    return {key: list(dict.fromkeys(ids)) for key, ids in by_key(messages).items()}
+
+
+async def test_a_refused_message_keeps_its_keys_later_ones_back_in_the_batch_after_it(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    # Batches of two, one on its way while the next is read: the first order's first
+    # event is refused once, and its second event, in the next batch, must not go first.
+    expected = await write_rows(sessions, keys=2, per_key=3)
+    broker = MemoryBroker()
+    transport = RefusesOnce(broker, refused=expected["order-0"][0])
+    settings = FAST.model_copy(update={"batch_size": 2, "backoff_initial": 0.1})
+    async with relaying(Relay(database_url, transport, settings=settings)):
+
+        async def all_sent() -> bool:
+            return await unsent(sessions) == 0
+
+        await eventually(all_sent, what="every row published")
+    assert first_publications(broker.published) == expected
 
 
 async def test_two_relays_publish_every_row_exactly_once_in_key_order(

@@ -198,10 +198,11 @@ class Relay:
         in_flight: _Batch | None = None
         try:
             while not self._stopping.is_set():
-                rows = await connection.fetch(
+                claimed = await connection.fetch(
                     _CLAIM, self.settings.batch_size, *(in_flight.ids if in_flight else (0, 0))
                 )
-                batch = self._start_publishing(rows) if rows else None
+                rows = _behind(in_flight, claimed)
+                batch = self._start_publishing(rows, claimed) if rows else None
                 try:
                     settled = in_flight is None or await self._settle(connection, in_flight)
                 except BaseException:
@@ -217,7 +218,7 @@ class Relay:
                     continue
                 in_flight = batch
                 await self._report_backlog(connection)
-                if in_flight is None:
+                if in_flight is None and len(rows) == len(claimed):
                     return "idle"
             if in_flight is not None:
                 # A stop lets the batch on its way finish and marks it: abandoned, it would
@@ -229,9 +230,10 @@ class Relay:
             if in_flight is not None:
                 await in_flight.abandon()
 
-    def _start_publishing(self, rows: Sequence[Any]) -> _Batch:
+    def _start_publishing(self, rows: Sequence[Any], claimed: Sequence[Any]) -> _Batch:
         messages = [self._message(row) for row in rows]
-        return _Batch(rows, messages, asyncio.create_task(self._publish(messages)))
+        keys = {row["key"] for row in claimed}
+        return _Batch(rows, messages, asyncio.create_task(self._publish(messages)), keys)
 
     async def _publish(self, messages: list[OutgoingMessage]) -> None:
         # A PRODUCER span per row, a child of the trace its row was written in; each message
@@ -314,6 +316,9 @@ class _Batch:
     rows: Sequence[Any]
     messages: list[OutgoingMessage]
     publishing: asyncio.Task[None]
+    keys: set[str]
+    """The keys it holds back: its own, and those of the rows left out of it for a batch
+    before (their later rows must not overtake them)."""
 
     @property
     def ids(self) -> tuple[int, int]:
@@ -336,6 +341,15 @@ async def _cancel(task: asyncio.Task[None]) -> None:
     await asyncio.wait([task])
     if not task.cancelled():
         task.result()
+
+
+def _behind(in_flight: _Batch | None, claimed: Sequence[Any]) -> list[Any]:
+    """The claimed rows that may go while ``in_flight`` is on its way: none of a key it
+    holds back. Should a message of that key fail, a later one published meanwhile would
+    reach the consumers first; left out, it is claimed again once the batch is settled."""
+    if in_flight is None:
+        return list(claimed)
+    return [row for row in claimed if row["key"] not in in_flight.keys]
 
 
 def _sent_in_key_order(messages: Sequence[OutgoingMessage], failed: set[int]) -> list[int]:
