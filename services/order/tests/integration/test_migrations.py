@@ -9,8 +9,13 @@ import os
 import sys
 
 import asyncpg
+from sqlalchemy import text
 
+from shop.database import create_engine
 from shop.database.alembic_env import MIGRATION_LOCK
+from shop.messaging.relay import asyncpg_dsn
+from shop.messaging.schema import create_tables
+from shop.order.migrations import migrate_async
 
 
 async def test_a_migration_waits_for_the_one_holding_the_lock(database_url: str) -> None:
@@ -39,6 +44,58 @@ async def test_a_migration_waits_for_the_one_holding_the_lock(database_url: str)
         await holder.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
         _, stderr = await asyncio.wait_for(migrating.communicate(), timeout=120)
         assert migrating.returncode == 0, stderr.decode()[-2000:]
-        assert await holder.fetchval("SELECT count(*) FROM alembic_version") == 1
+        # One row per branch: the service's and shop.messaging's.
+        assert await holder.fetchval("SELECT count(*) FROM alembic_version") == 2
     finally:
         await holder.close()
+
+
+async def tables_of(database_url: str) -> set[str]:
+    connection = await asyncpg.connect(asyncpg_dsn(database_url))
+    try:
+        rows = await connection.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        return {row["tablename"] for row in rows}
+    finally:
+        await connection.close()
+
+
+async def test_the_outbox_and_inbox_come_from_the_messaging_branch_alone(
+    database_url: str,
+) -> None:
+    # The service's own first revision leaves them to shop.messaging's branch: one
+    # definition, changed in one place.
+    await migrate_async(database_url, "0001")
+    assert {"outbox", "inbox"}.isdisjoint(await tables_of(database_url))
+    await migrate_async(database_url)
+    assert {"outbox", "inbox"} <= await tables_of(database_url)
+    connection = await asyncpg.connect(asyncpg_dsn(database_url))
+    try:
+        heads = {row["version_num"] for row in await connection.fetch("TABLE alembic_version")}
+    finally:
+        await connection.close()
+    assert "messaging_0001" in heads
+
+
+async def test_a_database_whose_outbox_a_service_migration_made_keeps_it_and_its_rows(
+    database_url: str,
+) -> None:
+    # As the databases migrated before the branch existed: the tables are there (the same
+    # definition), with a row waiting to be sent; the branch adopts them as they are.
+    engine = create_engine(database_url)
+    try:
+        async with engine.begin() as connection:
+            await create_tables(connection)
+            await connection.execute(
+                text(
+                    "INSERT INTO outbox (event_id, key, message_type, headers, body)"
+                    " VALUES (gen_random_uuid(), 'order-1', 'order.created', '{}', 'x')"
+                )
+            )
+    finally:
+        await engine.dispose()
+    await migrate_async(database_url)
+    connection = await asyncpg.connect(asyncpg_dsn(database_url))
+    try:
+        assert await connection.fetchval("SELECT count(*) FROM outbox") == 1
+    finally:
+        await connection.close()

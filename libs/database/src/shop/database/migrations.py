@@ -4,6 +4,8 @@ without an ``alembic.ini``: the folder and the database URL are all it takes."""
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,17 +19,27 @@ from shop.database.engine import sqlalchemy_url
 class Migrations:
     folder: Path
     """Holds ``env.py`` (see :mod:`shop.database.alembic_env`) and ``versions/``."""
+    libraries: Sequence[Path] = ()
+    """The version folders of libraries whose tables the service keeps (the outbox's and
+    inbox's: ``shop.messaging.migrations.VERSIONS``), each a branch of its own that runs
+    beside the service's; their tables are created and changed by the library alone."""
 
     def config(self, url: str) -> Config:
         config = Config()
         config.set_main_option("script_location", str(self.folder))
+        config.set_main_option("path_separator", "os")
+        locations = [self.folder / "versions", *self.libraries]
+        config.set_main_option(
+            "version_locations", os.pathsep.join(str(p) for p in locations).replace("%", "%%")
+        )
         config.set_main_option("sqlalchemy.url", sqlalchemy_url(url).replace("%", "%%"))
         return config
 
-    def upgrade(self, url: str, revision: str = "head") -> None:
-        """Bring the database at ``url`` to ``revision`` (from synchronous code)."""
+    def upgrade(self, url: str, revision: str = "heads") -> None:
+        """Bring the database at ``url`` to ``revision`` (from synchronous code); by
+        default to the head of every branch, the service's and its libraries'."""
         command.upgrade(self.config(url), revision)
 
-    async def upgrade_async(self, url: str, revision: str = "head") -> None:
+    async def upgrade_async(self, url: str, revision: str = "heads") -> None:
         """:meth:`upgrade` from async code (the env runs its own event loop)."""
         await asyncio.to_thread(self.upgrade, url, revision)

@@ -1,5 +1,5 @@
-"""The outbox and inbox tables, as SQLAlchemy definitions each service includes in its own
-migrations (``target_metadata = [service_metadata, shop.messaging.schema.metadata]``)."""
+"""The outbox and inbox tables, as SQLAlchemy definitions: created and changed by the
+library's own migration branch (:mod:`shop.messaging.migrations`), which must match them."""
 
 from __future__ import annotations
 
@@ -70,6 +70,6 @@ inbox = Table(
 
 
 async def create_tables(connection: AsyncConnection) -> None:
-    """Create the outbox and inbox where they are missing (tests and development; services
-    ship them in their Alembic migrations)."""
+    """Create the outbox and inbox where they are missing (the library's own tests and
+    benchmarks; services run :mod:`shop.messaging.migrations`)."""
     await connection.run_sync(metadata.create_all)

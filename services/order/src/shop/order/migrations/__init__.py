@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from shop.database import Migrations
+from shop.messaging import migrations as messaging
 
-MIGRATIONS = Migrations(Path(__file__).parent)
+# The outbox and inbox come from shop.messaging's own branch.
+MIGRATIONS = Migrations(Path(__file__).parent, libraries=[messaging.VERSIONS])
 migrate = MIGRATIONS.upgrade
 migrate_async = MIGRATIONS.upgrade_async

@@ -1,4 +1,4 @@
-"""orders, products, idempotency keys, outbox and inbox
+"""orders, products, idempotency keys (the outbox and inbox: shop.messaging's branch)
 
 Revision ID: 0001
 Revises: (none)
@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
-from sqlalchemy.dialects import postgresql
 
 revision: str = "0001"
 down_revision: str | None = None
@@ -140,65 +139,10 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("order_id", "line_no", name=op.f("pk_order_items")),
     )
-    op.create_table(
-        "inbox",
-        sa.Column("consumer", sa.String(length=200), nullable=False),
-        sa.Column("event_id", sa.Uuid(), nullable=False),
-        sa.Column("message_type", sa.String(length=100), nullable=False),
-        sa.Column(
-            "processed_at",
-            sa.DateTime(timezone=True),
-            server_default=sa.text("now()"),
-            nullable=False,
-        ),
-        sa.PrimaryKeyConstraint("consumer", "event_id", name="pk_inbox"),
-    )
-    op.create_table(
-        "outbox",
-        sa.Column("id", sa.BigInteger(), sa.Identity(always=True), nullable=False),
-        sa.Column("event_id", sa.Uuid(), nullable=False),
-        sa.Column("key", sa.String(length=200), nullable=False),
-        sa.Column("message_type", sa.String(length=100), nullable=False),
-        sa.Column("headers", postgresql.JSONB(astext_type=sa.Text()), nullable=False),
-        sa.Column("body", sa.LargeBinary(), nullable=False),
-        sa.Column(
-            "created_at",
-            sa.DateTime(timezone=True),
-            server_default=sa.text("now()"),
-            nullable=False,
-        ),
-        sa.Column("published_at", sa.DateTime(timezone=True), nullable=True),
-        sa.PrimaryKeyConstraint("id"),
-        sa.UniqueConstraint("event_id"),
-    )
-    op.create_index(
-        "ix_outbox_published_at",
-        "outbox",
-        ["published_at"],
-        unique=False,
-        postgresql_where=sa.text("published_at IS NOT NULL"),
-    )
-    op.create_index(
-        "ix_outbox_unsent",
-        "outbox",
-        ["id"],
-        unique=False,
-        postgresql_where=sa.text("published_at IS NULL"),
-    )
 
 
 def downgrade() -> None:
 
-    op.drop_index(
-        "ix_outbox_unsent", table_name="outbox", postgresql_where=sa.text("published_at IS NULL")
-    )
-    op.drop_index(
-        "ix_outbox_published_at",
-        table_name="outbox",
-        postgresql_where=sa.text("published_at IS NOT NULL"),
-    )
-    op.drop_table("outbox")
-    op.drop_table("inbox")
     op.drop_table("order_items")
     op.drop_table("idempotency_keys")
     op.drop_table("products")
