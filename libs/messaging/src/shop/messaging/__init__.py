@@ -5,7 +5,13 @@ graceful shutdown live here, once, with the same semantics on every transport.""
 
 from shop.messaging.context import MessageContext
 from shop.messaging.deadletters import DeadLetterFilter, DeadLetters, StoredDeadLetter
-from shop.messaging.errors import NoSubscriber, PermanentError, PublishError, TransientError
+from shop.messaging.errors import (
+    NoSubscriber,
+    PermanentError,
+    ProviderUnavailable,
+    PublishError,
+    TransientError,
+)
 from shop.messaging.health import OperatorRoute
 from shop.messaging.naming import Naming
 from shop.messaging.outbox import OutboxItem, add, add_on_connection
@@ -28,6 +34,7 @@ __all__ = [
     "OperatorRoute",
     "OutboxItem",
     "PermanentError",
+    "ProviderUnavailable",
     "PublishError",
     "Relay",
     "RelaySettings",

@@ -54,3 +54,14 @@ class OutcomeNotWritten(MessagingError):
     went on would hold back everything behind the message (Kafka commits no offset past
     it) or let it be handled again and again, behind nothing but a warning.
     """
+
+
+class ProviderUnavailable(TransientError):
+    """An external provider (the SMTP relay, a gateway's API) did not take the call: it is
+    down, refusing for now or not answering. Consecutive ones open the provider's circuit
+    breaker (:mod:`shop.messaging.breaker`), which holds its messages in place, their
+    attempts unspent, until a probe finds it back."""
+
+    def __init__(self, provider: str, reason: str) -> None:
+        super().__init__(f"{provider} unavailable: {reason}")
+        self.provider = provider

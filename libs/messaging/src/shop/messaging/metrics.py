@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from shop.messaging.breaker import BreakerState
 from shop.messaging.outcome import Ack, DeadLetter, Retry
 from shop.messaging.pipeline import OutcomeRecord
 
@@ -82,6 +83,24 @@ class Metrics:
             "1 while this relay holds the outbox lock and publishes.",
             registry=self.registry,
         )
+
+        self.breaker_state = Gauge(
+            "messaging_breaker_state",
+            "Each provider's circuit breaker: 0 closed, 1 half-open (a probe out), 2 open.",
+            ("provider",),
+            registry=self.registry,
+        )
+        self.breaker_transitions = Counter(
+            "messaging_breaker_transitions",
+            "Changes of each provider's circuit breaker, by the state it went to.",
+            ("provider", "state"),
+            registry=self.registry,
+        )
+
+    def breaker_changed(self, provider: str, state: BreakerState) -> None:
+        """A :data:`~shop.messaging.breaker.Transition`."""
+        self.breaker_state.labels(provider).set(int(state))
+        self.breaker_transitions.labels(provider, state.name.lower()).inc()
 
     def observe(self, record: OutcomeRecord) -> None:
         """An :data:`~shop.messaging.pipeline.OutcomeObserver`."""

@@ -8,16 +8,18 @@ escapes, leaving the message unacknowledged so that it is delivered again.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging import tracing
+from shop.messaging.breaker import CircuitBreaker
 from shop.messaging.context import MessageContext
 from shop.messaging.context import handling as handling_envelope
 from shop.messaging.message import Delivery
 from shop.messaging.middlewares import (
+    Breakers,
     DeadLetters,
     Decoding,
     HandlerTimedOut,
@@ -60,14 +62,16 @@ def standard_middlewares(
     outage: Callable[[BaseException], bool] | None = None,
     observers: Sequence[OutcomeObserver] = (),
     system: str | None = None,
+    breakers: Mapping[str, CircuitBreaker] | None = None,
 ) -> list[Middleware]:
     """What every worker does around each handler, outermost first.
 
     The outcome is decided inside the span and the reports (so that both see it): a dead
     letter for what no retry mends, else a retry; then the routing, which raises what
-    the outcome is decided on. Slots before the outage's retries in place, so that a
-    handler waiting out an outage holds its slot; the timeout inside them, so that each
-    try has its own; the inbox innermost, its transaction around the handler alone."""
+    the outcome is decided on. Slots before the outage's retries in place and the
+    providers' breakers, so that a handler waiting out an outage holds its slot (and its
+    consumer takes no more); the timeout inside them, so that each try has its own; the
+    inbox innermost, its transaction around the handler alone."""
     policies = scaled_policies(router, time_scale)
     return [
         Observing(observers),
@@ -79,6 +83,7 @@ def standard_middlewares(
         Routing(router),
         Slots(router),
         Outage(policies, outage or (lambda _: False)),
+        Breakers(breakers or {}),
         Timeout(router, default=handler_timeout),
         Inbox(sessions),
     ]
@@ -96,13 +101,15 @@ class Pipeline:
         observers: list[OutcomeObserver] | None = None,
         system: str | None = None,
         middlewares: Sequence[Middleware] = (),
+        breakers: Mapping[str, CircuitBreaker] | None = None,
     ) -> None:
         """``system``: the transport's name, for the spans (the worker gives it).
         ``handler_timeout``: for the subscribers that declare no timeout of their own.
         ``outage``: whether a failure says something the handlers need is away (the
         service's database, say) rather than that the message failed: such a failure is
         tried again in place and does not spend the message's attempts (see
-        :class:`RetryPolicy`). ``middlewares``: the service's own, run inside the
+        :class:`RetryPolicy`). ``breakers``: the circuit breaker of each provider the
+        subscribers name, by provider. ``middlewares``: the service's own, run inside the
         standard ones, just around the handler (inside its transaction, for a
         transactional subscriber)."""
         self.router = router
@@ -119,6 +126,7 @@ class Pipeline:
                 outage=outage,
                 observers=observers or (),
                 system=system,
+                breakers=breakers,
             ),
             *middlewares,
         ]

@@ -8,6 +8,8 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, Field, SecretStr
 
+from shop.messaging.breaker import BreakerSettings
+
 Environment = Literal["development", "test", "production"]
 """Where a process runs: ``development`` (one developer's machine, ``make run``), ``test``
 (the test suites) or ``production`` (every deployment: the image and the manifests say so)."""
@@ -96,6 +98,8 @@ class MessagingSettings(BaseModel):
     outcome_timeout: float = Field(default=60.0, gt=0)
     """How long a consumer keeps trying to write one outcome (retry, dead letter, ack)
     before it stops and the worker exits non-zero, to be restarted."""
+    breaker: BreakerSettings = Field(default_factory=BreakerSettings)
+    """The circuit breaker of each provider the subscribers name."""
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     sqs: SqsSettings = Field(default_factory=SqsSettings)
 

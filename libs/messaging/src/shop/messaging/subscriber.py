@@ -34,6 +34,9 @@ class Subscriber:
     timeout: float | None = None
     """Seconds its handler may take before it is given up on and the message retried;
     None: the worker's ``handler_timeout``."""
+    provider: str | None = None
+    """The external provider its handler calls, through that provider's circuit breaker
+    (see :mod:`shop.messaging.breaker`); None: none."""
 
     @property
     def message_type(self) -> str:
@@ -59,6 +62,7 @@ class Router:
         transactional: bool = True,
         max_in_flight: int = 16,
         timeout: float | None = None,
+        provider: str | None = None,
     ) -> Callable[[Handler[ContractT]], Handler[ContractT]]:
         """Register the decorated function as the handler of ``contract``.
 
@@ -69,6 +73,10 @@ class Router:
         ``timeout``: how long one handling may take (None: the worker's
         ``handler_timeout``); a handler still running then is cancelled and the message
         retried, so that one that hangs holds neither its key nor a slot for ever.
+
+        ``provider``: the external provider the handler calls (``"smtp"``): its
+        :class:`~shop.messaging.errors.ProviderUnavailable` failures open that provider's
+        circuit breaker, which holds the messages in place until the provider is back.
         """
 
         def register(handler: Handler[ContractT]) -> Handler[ContractT]:
@@ -83,6 +91,7 @@ class Router:
                     transactional=transactional,
                     max_in_flight=max_in_flight,
                     timeout=timeout,
+                    provider=provider,
                 )
             )
             return handler

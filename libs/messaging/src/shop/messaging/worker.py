@@ -15,6 +15,7 @@ from typing import Any
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from shop.messaging.breaker import BreakerState, CircuitBreaker
 from shop.messaging.health import HealthServer, OperatorRoute
 from shop.messaging.metrics import Metrics
 from shop.messaging.middlewares import Middleware
@@ -65,6 +66,18 @@ class Worker:
         self.on_close = list(on_close)
         self.transport = transport
         self.metrics = metrics or (relay.metrics if relay else Metrics())
+        # One breaker per provider, shared by every subscriber that calls it.
+        self.breakers = {
+            provider: CircuitBreaker(
+                provider,
+                settings.breaker,
+                time_scale=settings.time_scale,
+                on_transition=self.metrics.breaker_changed,
+            )
+            for provider in sorted({s.provider for r in routers for s in r if s.provider})
+        }
+        for provider in self.breakers:
+            self.metrics.breaker_state.labels(provider).set(int(BreakerState.CLOSED))
         self.pipelines = [
             Pipeline(
                 router,
@@ -75,6 +88,7 @@ class Worker:
                 observers=[self.metrics.observe, *observers],
                 system=transport.name,
                 middlewares=middlewares,
+                breakers=self.breakers,
             )
             for router in routers
         ]

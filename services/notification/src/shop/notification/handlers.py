@@ -17,6 +17,7 @@ from shop.contracts import (
     OrderPaymentReversed,
 )
 from shop.messaging import MessageContext, Router
+from shop.notification.ports import EMAIL_PROVIDER
 from shop.notification.service_layer.notifier import Notifier
 
 
@@ -27,6 +28,7 @@ def build_router(notifier: Notifier, *, max_attempts: int, max_in_flight: int) -
         transactional=False,
         max_attempts=max_attempts,
         max_in_flight=max_in_flight,
+        provider=EMAIL_PROVIDER,  # each handler sends one e-mail through it
     )
 
     @subscriber(OrderCreated)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import uuid
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Final, Protocol
 
 from shop.notification.domain.kinds import NotificationKey
 
@@ -40,8 +40,13 @@ class EmailRejected(Exception):
     cannot help, so it goes to the dead letters."""
 
 
+EMAIL_PROVIDER: Final = "smtp"
+"""The provider's name for its circuit breaker, its metrics and its logs."""
+
+
 class EmailUnavailable(Exception):
-    """The provider could not take the e-mail now (timeout, busy, connection lost): retry."""
+    """The provider could not take the e-mail now (timeout, busy, connection lost, a 4xx
+    deferral): retry, and after a few in a row wait for it (its circuit breaker)."""
 
 
 class EmailSender(Protocol):

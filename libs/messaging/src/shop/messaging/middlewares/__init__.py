@@ -4,6 +4,7 @@ rest of the chain, and returns its outcome. :func:`shop.messaging.pipeline.stand
 lists them in the order every worker runs them; a new concern is a new middleware there,
 not an edit of the others."""
 
+from shop.messaging.middlewares.breakers import Breakers
 from shop.messaging.middlewares.chain import Handling, Middleware, Next, compose
 from shop.messaging.middlewares.dead_letters import DeadLetters
 from shop.messaging.middlewares.decoding import Decoding
@@ -18,6 +19,7 @@ from shop.messaging.middlewares.spans import Spans
 from shop.messaging.middlewares.timeout import HandlerTimedOut, Timeout
 
 __all__ = [
+    "Breakers",
     "DeadLetters",
     "Decoding",
     "HandlerTimedOut",

@@ -19,11 +19,12 @@ from typing import Any
 
 from shop.contracts import OrderCancelled, OrderCreated, OrderPaid, OrderPaymentReversed
 from shop.contracts.orders import OrderFacts
-from shop.messaging import MessageContext, PermanentError, TransientError
+from shop.messaging import MessageContext, PermanentError, ProviderUnavailable, TransientError
 from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.kinds import NotificationKey, NotificationKind
 from shop.notification.domain.rendering import EmailRenderer, RenderedEmail
 from shop.notification.ports import (
+    EMAIL_PROVIDER,
     Attachment,
     Email,
     EmailRejected,
@@ -155,7 +156,7 @@ class Notifier:
         except EmailRejected as error:
             raise PermanentError(str(error)) from error
         except EmailUnavailable as error:
-            raise TransientError(str(error)) from error
+            raise ProviderUnavailable(EMAIL_PROVIDER, str(error)) from error
         marked = await record.mark_sent(
             key,
             recipient=email.to,

@@ -1,0 +1,57 @@
+"""Each subscriber that names a provider (``Router.subscriber(provider=...)``) calls it
+through that provider's circuit breaker: while it is open, the message waits here, in its
+slot and with its attempts unspent, instead of failing try after try into a dead letter.
+Inside the outage's retries in place (a database outage is not the provider's) and
+outside the timeout (waiting is not a try)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import structlog
+
+from shop.messaging.breaker import BreakerState, CircuitBreaker
+from shop.messaging.errors import PermanentError, ProviderUnavailable
+from shop.messaging.middlewares.chain import Handling, Next
+from shop.messaging.outcome import Outcome
+
+log = structlog.get_logger("shop.messaging")
+
+
+class Breakers:
+    def __init__(self, breakers: Mapping[str, CircuitBreaker]) -> None:
+        self.breakers = breakers
+        """By provider."""
+
+    async def __call__(self, handling: Handling, call_next: Next) -> Outcome:
+        subscriber, envelope = handling.routed()
+        breaker = self.breakers.get(subscriber.provider) if subscriber.provider else None
+        if breaker is None:
+            return await call_next(handling)
+        while True:
+            probe = await breaker.admit()
+            try:
+                outcome = await call_next(handling)
+            except ProviderUnavailable as error:
+                if error.provider != breaker.provider:
+                    await breaker.untold(probe=probe)
+                    raise
+                await breaker.unreachable(probe=probe)
+                if breaker.state is BreakerState.CLOSED:
+                    raise  # below the threshold: an ordinary failed try
+                log.info(
+                    "provider away; the message waits for its breaker",
+                    provider=breaker.provider,
+                    group=handling.group,
+                    subscriber=subscriber.name,
+                    event_id=str(envelope.event_id),
+                )
+                continue
+            except PermanentError:
+                await breaker.reached()  # it answered: a refusal of this message alone
+                raise
+            except BaseException:
+                await breaker.untold(probe=probe)
+                raise
+            await breaker.reached()
+            return outcome

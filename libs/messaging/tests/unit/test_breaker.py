@@ -1,0 +1,142 @@
+"""A provider's circuit breaker: its states, and messages held in place while it is open."""
+
+from __future__ import annotations
+
+import asyncio
+
+from shop.contracts import OrderCreated, encode, examples, wrap
+from shop.messaging import MessageContext, PermanentError, Router
+from shop.messaging.breaker import BreakerSettings, BreakerState, CircuitBreaker
+from shop.messaging.errors import ProviderUnavailable
+from shop.messaging.message import Delivery
+from shop.messaging.metrics import Metrics
+from shop.messaging.outcome import Ack, DeadLetter, Retry
+from shop.messaging.pipeline import Pipeline
+
+SETTINGS = BreakerSettings(threshold=3, pause=0.1, longest_pause=0.4)
+
+
+def breaker(transitions: list[BreakerState] | None = None) -> CircuitBreaker:
+    seen = transitions if transitions is not None else []
+    return CircuitBreaker("smtp", SETTINGS, on_transition=lambda _, state: seen.append(state))
+
+
+async def test_it_opens_at_the_threshold_of_consecutive_failures_and_not_before() -> None:
+    transitions: list[BreakerState] = []
+    smtp = breaker(transitions)
+    for _ in range(2):
+        assert await smtp.admit() is False
+        await smtp.unreachable(probe=False)
+    assert smtp.state is BreakerState.CLOSED
+    await smtp.reached()  # a success between failures starts the count again
+    for _ in range(2):
+        await smtp.unreachable(probe=False)
+    assert smtp.state is BreakerState.CLOSED
+    await smtp.unreachable(probe=False)
+    assert smtp.state is BreakerState.OPEN
+    assert transitions == [BreakerState.OPEN]
+
+
+async def test_while_open_calls_wait_then_one_probes_and_its_success_lets_all_go() -> None:
+    transitions: list[BreakerState] = []
+    smtp = breaker(transitions)
+    for _ in range(3):
+        await smtp.unreachable(probe=False)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    waiting = [asyncio.create_task(smtp.admit()) for _ in range(5)]
+    done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    assert loop.time() - started >= 0.09  # the pause
+    assert [task.result() for task in done] == [True]  # one probe
+    await asyncio.sleep(0.05)
+    assert sum(task.done() for task in waiting) == 1, "the others wait for the probe"
+    await smtp.reached()
+    results = await asyncio.gather(*waiting)
+    assert sorted(results) == [False, False, False, False, True]
+    assert transitions == [BreakerState.OPEN, BreakerState.HALF_OPEN, BreakerState.CLOSED]
+
+
+async def test_a_failed_probe_opens_it_again_for_twice_the_pause_up_to_the_ceiling() -> None:
+    smtp = breaker()
+    for _ in range(3):
+        await smtp.unreachable(probe=False)
+    loop = asyncio.get_running_loop()
+    pauses = []
+    for _ in range(4):
+        started = loop.time()
+        assert await smtp.admit() is True
+        pauses.append(loop.time() - started)
+        await smtp.unreachable(probe=True)
+    assert smtp.state is BreakerState.OPEN
+    # 0.1 s first, then doubled (0.2, 0.4) and held at the ceiling (0.4).
+    assert [round(p, 1) for p in pauses] == [0.1, 0.2, 0.4, 0.4]
+
+
+async def test_a_probe_that_ends_without_telling_hands_the_probe_on_at_once() -> None:
+    smtp = breaker()
+    for _ in range(3):
+        await smtp.unreachable(probe=False)
+    assert await smtp.admit() is True
+    await smtp.untold(probe=True)
+    assert smtp.state is BreakerState.OPEN
+    assert await asyncio.wait_for(smtp.admit(), 0.05) is True
+
+
+def delivery(order: int) -> Delivery:
+    event = examples.examples()[OrderCreated]
+    body = encode(wrap(event, key=f"order-{order}"))
+    return Delivery(body=body, headers={}, source="shop-order-created", attempt=1)
+
+
+async def test_messages_wait_in_place_while_the_provider_is_away_and_spend_no_attempts() -> None:
+    provider_back = asyncio.Event()
+    calls = 0
+
+    async def send(event: OrderCreated, ctx: MessageContext) -> None:
+        nonlocal calls
+        calls += 1
+        if not provider_back.is_set():
+            raise ProviderUnavailable("smtp", "connection refused")
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False, max_attempts=2, provider="smtp")(send)
+    metrics = Metrics()
+    smtp = CircuitBreaker("smtp", SETTINGS, on_transition=metrics.breaker_changed)
+    pipeline = Pipeline(router, time_scale=0.01, breakers={"smtp": smtp})
+
+    # Below the threshold a failure is an ordinary try: it spends an attempt.
+    first = [await pipeline.process(delivery(n)) for n in range(2)]
+    assert all(isinstance(outcome, Retry) for outcome in first)
+    # The third opens the breaker: it and every later message wait, whatever their count.
+    handling = [asyncio.create_task(pipeline.process(delivery(n))) for n in range(2, 12)]
+    await asyncio.sleep(1.0)  # several probes, each failing, the pause doubling
+    assert not any(task.done() for task in handling)
+    assert smtp.state is BreakerState.OPEN
+    calls_while_away = calls
+    assert calls_while_away < 12, "only probes reach the provider while it is away"
+    provider_back.set()
+    outcomes = await asyncio.wait_for(asyncio.gather(*handling), 2)
+    assert outcomes == [Ack()] * 10
+    assert smtp.state is BreakerState.CLOSED
+    gauge = metrics.registry.get_sample_value("messaging_breaker_state", {"provider": "smtp"})
+    assert gauge == 0
+    opened = metrics.registry.get_sample_value(
+        "messaging_breaker_transitions_total", {"provider": "smtp", "state": "open"}
+    )
+    assert opened is not None
+    assert opened >= 2  # opened, then again after failed probes
+
+
+async def test_a_refusal_of_one_message_says_the_provider_is_there() -> None:
+    async def refuse(event: OrderCreated, ctx: MessageContext) -> None:
+        raise PermanentError("no such mailbox")
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False, provider="smtp")(refuse)
+    smtp = breaker()
+    for _ in range(3):
+        await smtp.unreachable(probe=False)
+    pipeline = Pipeline(router, time_scale=0.01, breakers={"smtp": smtp})
+    outcome = await asyncio.wait_for(pipeline.process(delivery(1)), 1)
+    assert isinstance(outcome, DeadLetter)
+    assert smtp.state is BreakerState.CLOSED
