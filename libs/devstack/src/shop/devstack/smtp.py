@@ -78,6 +78,8 @@ class _Mailbox:
     def __init__(self, mail_dir: Path | None) -> None:
         self.mail_dir = mail_dir
         self.received: list[ReceivedMail] = []
+        self.refused = 0
+        """Messages refused by the injected faults (the provider "down")."""
         self.arrived = threading.Condition()
         self._spent_once: set[str | None] = set()
 
@@ -101,6 +103,8 @@ class _Mailbox:
             return FAULT_REPLY
         refusal = await faults.apply()
         if refusal is not None:
+            with self.arrived:
+                self.refused += 1
             return refusal
         mail = ReceivedMail(
             mail_from=str(envelope.mail_from),
@@ -170,11 +174,21 @@ class SmtpSink:
         with self._mailbox.arrived:
             return list(self._mailbox.received)
 
+    @property
+    def refused(self) -> int:
+        """How many messages the injected faults refused (each a try of its sender)."""
+        with self._mailbox.arrived:
+            return self._mailbox.refused
+
     def clear(self) -> None:
+        """Forget every message and refusal, and the faults: a test starts with a sink
+        that takes everything."""
         with self._mailbox.arrived:
             self._mailbox.received.clear()
+            self._mailbox.refused = 0
         if self.mail_dir is not None:
             ProviderJournal(self.mail_dir).clear()
+            (self.mail_dir / ProviderFaults.FILE).unlink(missing_ok=True)
 
     def wait_for(self, count: int, timeout: float = 10) -> list[ReceivedMail]:
         """Block until ``count`` messages have arrived; fail after ``timeout`` seconds."""

@@ -36,9 +36,10 @@ class BreakerSettings(BaseModel):
     ordinary failed try (it spends the message's attempt); none after."""
     pause: float = Field(default=5.0, gt=0)
     """Seconds the breaker stays open before its first probe (scaled by ``time_scale``)."""
-    longest_pause: float = Field(default=60.0, gt=0)
+    longest_pause: float = Field(default=30.0, gt=0)
     """The ceiling of the pause, doubled after each failed probe: how late, at most, the
-    shop notices a provider that came back."""
+    shop notices a provider that came back (then sends what waited, well within a
+    minute)."""
 
 
 Transition = Callable[[str, BreakerState], None]
