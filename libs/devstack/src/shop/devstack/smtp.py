@@ -23,7 +23,15 @@ from aiosmtpd.controller import Controller
 
 from shop.devstack.errors import DevstackError
 from shop.devstack.process import free_port
-from shop.simulators.mail import FAULT_REPLY, HANG_AT_MOST, Mishap, ProviderFaults, ProviderJournal
+from shop.simulators.mail import (
+    FAULT_REPLY,
+    HANG_AT_MOST,
+    RATE_REPLY,
+    Mishap,
+    ProviderFaults,
+    ProviderJournal,
+    SendingQuota,
+)
 
 
 @dataclass(frozen=True)
@@ -79,7 +87,10 @@ class _Mailbox:
         self.mail_dir = mail_dir
         self.received: list[ReceivedMail] = []
         self.refused = 0
-        """Messages refused by the injected faults (the provider "down")."""
+        """Messages refused by the injected faults (the provider "down", or over quota)."""
+        self.over_quota = 0
+        """Of those, the messages beyond ``ProviderFaults.rate_limit``."""
+        self._quota = SendingQuota()
         self.arrived = threading.Condition()
         self._spent_once: set[str | None] = set()
 
@@ -102,9 +113,13 @@ class _Mailbox:
             await asyncio.sleep(HANG_AT_MOST)
             return FAULT_REPLY
         refusal = await faults.apply()
+        over_quota = refusal is None and not self._within_quota(faults)
+        if over_quota:
+            refusal = RATE_REPLY
         if refusal is not None:
             with self.arrived:
                 self.refused += 1
+                self.over_quota += over_quota
             return refusal
         mail = ReceivedMail(
             mail_from=str(envelope.mail_from),
@@ -124,6 +139,9 @@ class _Mailbox:
             self._note("dropped reply", message_id)
             server.transport.abort()
         return "250 Message accepted for delivery"
+
+    def _within_quota(self, faults: ProviderFaults) -> bool:
+        return faults.rate_limit is None or self._quota.allows(faults.rate_limit)
 
     def _spends_once(self, faults: ProviderFaults, what: Mishap) -> bool:
         """Whether this message is the one that ``faults.once`` befalls: the first to come
@@ -175,6 +193,12 @@ class SmtpSink:
             return list(self._mailbox.received)
 
     @property
+    def over_quota(self) -> int:
+        """How many messages came beyond the quota (``ProviderFaults.rate_limit``)."""
+        with self._mailbox.arrived:
+            return self._mailbox.over_quota
+
+    @property
     def refused(self) -> int:
         """How many messages the injected faults refused (each a try of its sender)."""
         with self._mailbox.arrived:
@@ -185,10 +209,10 @@ class SmtpSink:
         that takes everything."""
         with self._mailbox.arrived:
             self._mailbox.received.clear()
-            self._mailbox.refused = 0
+            self._mailbox.refused = self._mailbox.over_quota = 0
         if self.mail_dir is not None:
             ProviderJournal(self.mail_dir).clear()
-            (self.mail_dir / ProviderFaults.FILE).unlink(missing_ok=True)
+            ProviderFaults.clear(self.mail_dir)
 
     def wait_for(self, count: int, timeout: float = 10) -> list[ReceivedMail]:
         """Block until ``count`` messages have arrived; fail after ``timeout`` seconds."""

@@ -31,6 +31,7 @@ from shop.messaging.middlewares import (
     Outage,
     OutcomeObserver,
     OutcomeRecord,
+    RateLimits,
     Retries,
     Routing,
     Slots,
@@ -39,6 +40,7 @@ from shop.messaging.middlewares import (
     compose,
 )
 from shop.messaging.outcome import Ack, Outcome
+from shop.messaging.rate_limit import TokenBucket
 from shop.messaging.retry import scaled_policies
 from shop.messaging.subscriber import Router
 
@@ -63,15 +65,16 @@ def standard_middlewares(
     observers: Sequence[OutcomeObserver] = (),
     system: str | None = None,
     breakers: Mapping[str, CircuitBreaker] | None = None,
+    rate_limits: Mapping[str, TokenBucket] | None = None,
 ) -> list[Middleware]:
     """What every worker does around each handler, outermost first.
 
     The outcome is decided inside the span and the reports (so that both see it): a dead
     letter for what no retry mends, else a retry; then the routing, which raises what
-    the outcome is decided on. Slots before the outage's retries in place and the
-    providers' breakers, so that a handler waiting out an outage holds its slot (and its
-    consumer takes no more); the timeout inside them, so that each try has its own; the
-    inbox innermost, its transaction around the handler alone."""
+    the outcome is decided on. Slots before the outage's retries in place, the
+    providers' breakers and their rate limits, so that a handler waiting holds its slot
+    (and its consumer takes no more); the timeout inside them, so that each try has its
+    own; the inbox innermost, its transaction around the handler alone."""
     policies = scaled_policies(router, time_scale)
     return [
         Observing(observers),
@@ -84,6 +87,7 @@ def standard_middlewares(
         Slots(router),
         Outage(policies, outage or (lambda _: False)),
         Breakers(breakers or {}),
+        RateLimits(rate_limits or {}),
         Timeout(router, default=handler_timeout),
         Inbox(sessions),
     ]
@@ -102,6 +106,7 @@ class Pipeline:
         system: str | None = None,
         middlewares: Sequence[Middleware] = (),
         breakers: Mapping[str, CircuitBreaker] | None = None,
+        rate_limits: Mapping[str, TokenBucket] | None = None,
     ) -> None:
         """``system``: the transport's name, for the spans (the worker gives it).
         ``handler_timeout``: for the subscribers that declare no timeout of their own.
@@ -109,7 +114,8 @@ class Pipeline:
         service's database, say) rather than that the message failed: such a failure is
         tried again in place and does not spend the message's attempts (see
         :class:`RetryPolicy`). ``breakers``: the circuit breaker of each provider the
-        subscribers name, by provider. ``middlewares``: the service's own, run inside the
+        subscribers name, by provider; ``rate_limits``: the token bucket of those that
+        have a limit. ``middlewares``: the service's own, run inside the
         standard ones, just around the handler (inside its transaction, for a
         transactional subscriber)."""
         self.router = router
@@ -127,6 +133,7 @@ class Pipeline:
                 observers=observers or (),
                 system=system,
                 breakers=breakers,
+                rate_limits=rate_limits,
             ),
             *middlewares,
         ]

@@ -100,6 +100,10 @@ class MessagingSettings(BaseModel):
     before it stops and the worker exits non-zero, to be restarted."""
     breaker: BreakerSettings = Field(default_factory=BreakerSettings)
     """The circuit breaker of each provider the subscribers name."""
+    rate_limits: dict[str, float] = Field(default_factory=dict)
+    """Calls a second this process makes to each provider it names (``{"smtp": 14}``);
+    a provider without one is not limited. Divided among replicas, not shared: give each
+    replica its share of the provider's quota (see :mod:`shop.messaging.rate_limit`)."""
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     sqs: SqsSettings = Field(default_factory=SqsSettings)
 

@@ -20,6 +20,7 @@ from shop.messaging.health import HealthServer, OperatorRoute
 from shop.messaging.metrics import Metrics
 from shop.messaging.middlewares import Middleware
 from shop.messaging.pipeline import OutcomeObserver, Pipeline
+from shop.messaging.rate_limit import TokenBucket
 from shop.messaging.relay import Relay
 from shop.messaging.settings import MessagingSettings
 from shop.messaging.subscriber import Router
@@ -78,6 +79,12 @@ class Worker:
         }
         for provider in self.breakers:
             self.metrics.breaker_state.labels(provider).set(int(BreakerState.CLOSED))
+        unknown = sorted(set(settings.rate_limits) - set(self.breakers))
+        if unknown:  # a misspelt provider would leave the real one unlimited
+            raise ValueError(f"rate limits for providers no subscriber names: {unknown}")
+        self.rate_limits = {
+            provider: TokenBucket(rate) for provider, rate in settings.rate_limits.items()
+        }
         self.pipelines = [
             Pipeline(
                 router,
@@ -89,6 +96,7 @@ class Worker:
                 system=transport.name,
                 middlewares=middlewares,
                 breakers=self.breakers,
+                rate_limits=self.rate_limits,
             )
             for router in routers
         ]

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Final, Literal, get_args
 
 FAULT_REPLY = "451 4.3.0 temporary failure, try again later"
+RATE_REPLY = "451 4.7.0 sending rate exceeded, slow down"
+"""What a message beyond the provider's quota (``ProviderFaults.rate_limit``) gets."""
 """What a message gets when the injected faults say it fails: a transient refusal."""
 HANG_AT_MOST: Final = 600.0
 """How long the sink hangs on a message before refusing it, if its sender waits that long."""
@@ -39,6 +41,9 @@ class ProviderFaults:
     failure_rate: float = 0.0
     drop_reply_rate: float = 0.0
     hang_rate: float = 0.0
+    rate_limit: float | None = None
+    """At most this many messages a second, as a provider's sending quota (a token bucket
+    holding one second's worth); each one beyond is refused with ``451 4.7.0``."""
     once: Mishap | None = None
     once_token: str | None = field(default=None, compare=False)
     """Which writing of ``once`` this is: the sink spends each token on one message."""
@@ -60,6 +65,7 @@ class ProviderFaults:
             "failure_rate": self.failure_rate,
             "drop_reply_rate": self.drop_reply_rate,
             "hang_rate": self.hang_rate,
+            "rate_limit": self.rate_limit,
             "once": self.once,
             # A fresh token for a new mishap; faults read back and written again keep theirs,
             # so that a spent one is not armed again.
@@ -87,6 +93,7 @@ class ProviderFaults:
                 failure_rate=float(body["failure_rate"]),
                 drop_reply_rate=float(body.get("drop_reply_rate", 0.0)),
                 hang_rate=float(body.get("hang_rate", 0.0)),
+                rate_limit=_rate(body.get("rate_limit")),
                 once=_mishap(body.get("once")),
                 once_token=body.get("once_token"),
             )
@@ -153,3 +160,29 @@ def _mishap(value: object) -> Mishap | None:
     if value not in get_args(Mishap):
         raise ValueError(f"no such mishap: {value!r}")
     return value  # type: ignore[return-value]
+
+
+def _rate(value: object) -> float | None:
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
+class SendingQuota:
+    """A provider's quota of ``rate`` messages a second: a token bucket that holds one
+    second's worth, so a sender keeping to the rate (a burst of one) is never refused."""
+
+    def __init__(self) -> None:
+        self._tokens = 0.0
+        self._rate = 0.0
+        self._at = time.monotonic()
+
+    def allows(self, rate: float) -> bool:
+        """Whether one more message may go now at ``rate`` a second (and take it)."""
+        now = time.monotonic()
+        if rate != self._rate:  # a new quota starts full
+            self._rate, self._tokens = rate, rate
+        self._tokens = min(rate, self._tokens + (now - self._at) * rate)
+        self._at = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True

@@ -12,6 +12,7 @@ from shop.messaging.middlewares.inbox import Inbox
 from shop.messaging.middlewares.logs import Logging
 from shop.messaging.middlewares.observing import Observing, OutcomeObserver, OutcomeRecord
 from shop.messaging.middlewares.outage import Outage
+from shop.messaging.middlewares.rate_limits import RateLimits
 from shop.messaging.middlewares.retries import Retries
 from shop.messaging.middlewares.routing import Routing
 from shop.messaging.middlewares.slots import Slots
@@ -32,6 +33,7 @@ __all__ = [
     "Outage",
     "OutcomeObserver",
     "OutcomeRecord",
+    "RateLimits",
     "Retries",
     "Routing",
     "Slots",

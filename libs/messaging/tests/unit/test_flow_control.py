@@ -1,4 +1,5 @@
-"""A provider's circuit breaker: its states, and messages held in place while it is open."""
+"""Flow control per provider: the circuit breaker (its states, and messages held in place
+while it is open) and the rate limit."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from shop.messaging.message import Delivery
 from shop.messaging.metrics import Metrics
 from shop.messaging.outcome import Ack, DeadLetter, Retry
 from shop.messaging.pipeline import Pipeline
+from shop.messaging.rate_limit import TokenBucket
 
 SETTINGS = BreakerSettings(threshold=3, pause=0.1, longest_pause=0.4)
 
@@ -140,3 +142,18 @@ async def test_a_refusal_of_one_message_says_the_provider_is_there() -> None:
     outcome = await asyncio.wait_for(pipeline.process(delivery(1)), 1)
     assert isinstance(outcome, DeadLetter)
     assert smtp.state is BreakerState.CLOSED
+
+
+async def test_a_rate_limit_spaces_the_calls_in_the_order_they_asked() -> None:
+    bucket = TokenBucket(rate=100)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    order: list[int] = []
+
+    async def call(number: int) -> None:
+        await bucket.take()
+        order.append(number)
+
+    await asyncio.gather(*(call(n) for n in range(21)))
+    assert loop.time() - started >= 0.19  # 20 gaps of 10 ms after the first call
+    assert order == list(range(21))
