@@ -9,6 +9,7 @@ from email.message import EmailMessage
 import aiosmtplib
 
 from shop.devstack.smtp import SmtpSink
+from shop.messaging.breaker import BreakerState
 from shop.messaging.health import HealthServer
 from shop.messaging.metrics import Metrics
 from shop.messaging.outcome import Ack, DeadLetter, Failure, Retry
@@ -27,6 +28,7 @@ async def test_each_groups_counts_come_from_its_workers_metrics() -> None:
         metrics.observe(
             OutcomeRecord("notification-service", "send_receipt", "order.paid", 1, outcome, 0.1)
         )
+    metrics.breaker_changed("smtp", BreakerState.HALF_OPEN)
     health = HealthServer(metrics.registry, dict, host="127.0.0.1", port=0)
     await health.start()
     try:
@@ -40,10 +42,11 @@ async def test_each_groups_counts_come_from_its_workers_metrics() -> None:
         counts = await consumer_counts(settings)
     finally:
         await health.stop()
+    breakers = ("smtp half-open",)  # one worker answers for the three here
     assert counts == [
-        ConsumerCounts("notification-service", processed=1, failed=2, retried=1, dead_lettered=1),
-        ConsumerCounts("order-service", 0, 0, 0, 0),
-        ConsumerCounts("payment-service", 0, 0, 0, 0),
+        ConsumerCounts("notification-service", 1, 2, 1, 1, breakers),
+        ConsumerCounts("order-service", 0, 0, 0, 0, breakers),
+        ConsumerCounts("payment-service", 0, 0, 0, 0, breakers),
     ]
 
 

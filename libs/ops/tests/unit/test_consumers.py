@@ -5,10 +5,11 @@ from datetime import UTC, datetime
 import pytest
 from prometheus_client import generate_latest
 
+from shop.messaging.breaker import BreakerState
 from shop.messaging.metrics import Metrics
 from shop.messaging.outcome import Ack, DeadLetter, Failure, Retry
 from shop.messaging.pipeline import OutcomeRecord
-from shop.ops.consumers import ConsumerCounts, parse_counts
+from shop.ops.consumers import ConsumerCounts, parse_breakers, parse_counts
 from shop.ops.errors import OpsError
 
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
@@ -47,3 +48,12 @@ def test_metrics_of_a_worker_that_has_handled_nothing_count_no_group() -> None:
 def test_what_is_not_prometheus_text_is_refused_in_one_line() -> None:
     with pytest.raises(OpsError, match="not Prometheus metrics"):
         parse_counts("<html>502 Bad Gateway</html>\n{")
+
+
+def test_each_providers_breaker_is_read_with_its_state() -> None:
+    metrics = Metrics()
+    metrics.breaker_changed("smtp", BreakerState.OPEN)
+    metrics.breaker_changed("gateway", BreakerState.CLOSED)
+    text = generate_latest(metrics.registry).decode()
+    assert parse_breakers(text) == ("gateway closed", "smtp open")
+    assert parse_breakers(generate_latest(Metrics().registry).decode()) == ()

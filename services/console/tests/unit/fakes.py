@@ -152,6 +152,7 @@ class FakeOperations:
                     failed=3,
                     retried=2,
                     dead_lettered=len(self.letters),
+                    breakers=("smtp open",),
                 ),
                 ConsumerCounts("order-service", 12, 0, 0, 0),
             ],

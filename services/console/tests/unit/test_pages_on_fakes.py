@@ -200,6 +200,7 @@ async def test_the_consumers_page_shows_counts_and_lag(
     assert page.status_code == 200
     assert "shop-order-created" in page.text
     assert 'href="/dead-letters?group=notification-service"' in page.text
+    assert '<span class="attention">smtp open</span>' in page.text
 
 
 async def test_a_worker_or_a_broker_that_does_not_answer_leaves_the_rest_on_the_page(

@@ -11,7 +11,7 @@ from shop.console.domain.errors import NotFound
 from shop.console.ports import LetterQuery, Partial
 from shop.messaging import DeadLetters
 from shop.ops.bus import started_transport
-from shop.ops.consumers import ConsumerCounts, parse_counts, worker_metrics
+from shop.ops.consumers import ConsumerCounts, counts_of_groups, worker_metrics
 from shop.ops.deadletters import (
     DeadLetterEntry,
     DeadLetterQuery,
@@ -56,14 +56,10 @@ class ShopOperations:
                     continue
                 url = self.settings.worker_url(service.name)
                 try:
-                    counts = parse_counts(await worker_metrics(client, service.name, url))
+                    text = await worker_metrics(client, service.name, url)
+                    found.items.extend(counts_of_groups(text, service.groups))
                 except OpsError as error:
                     found.problems.append(str(error))
-                    continue
-                found.items.extend(
-                    counts.get(group) or ConsumerCounts(group, 0, 0, 0, 0)
-                    for group in service.groups
-                )
         return found
 
     async def reconciliation(self) -> Reconciliation | None:

@@ -67,7 +67,8 @@ def lag_command(as_json: Json = False) -> None:
 
 
 def consumers_command(as_json: Json = False) -> None:
-    """What each consumer group has done since its worker started (from /metrics)."""
+    """What each consumer group has done since its worker started, and its worker's
+    circuit breakers (from /metrics)."""
     counts = run(consumer_counts(settings()))
     if as_json:
         show_json(counts)
@@ -75,7 +76,7 @@ def consumers_command(as_json: Json = False) -> None:
     out.print(
         counts_table(
             "consumers",
-            ["group", "processed", "failed", "retried", "dead-lettered"],
+            ["group", "processed", "failed", "retried", "dead-lettered", "breakers"],
             [
                 [
                     count.group,
@@ -83,6 +84,7 @@ def consumers_command(as_json: Json = False) -> None:
                     str(count.failed),
                     str(count.retried),
                     str(count.dead_lettered),
+                    ", ".join(count.breakers) or "-",
                 ]
                 for count in counts
             ],
