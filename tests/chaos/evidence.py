@@ -49,6 +49,16 @@ class BlowSite:
     that fails from then on failed by it."""
 
 
+def database_restart(stopping_at: float, back_at: float, lives: tuple[LogSlice, ...]) -> BlowSite:
+    """Postgres restarted, as a blow on the sends under way (``stopping_at``: when it
+    began to stop; ``back_at``: when it took connections again). Its evidence is read up
+    to ``back_at``: no send can begin while the database is down (its hold and its "not
+    sent yet" are read there), so a send logged after the stop had begun before it, on a
+    connection the stop cut, and its record fails once it is written, whenever its
+    "sending" line came."""
+    return BlowSite("database restarted", "postgres", back_at, lives, began=stopping_at)
+
+
 def _lines(life: LogSlice) -> Iterator[dict[str, Any]]:
     if not life.path.exists():
         return

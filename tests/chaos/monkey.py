@@ -22,7 +22,7 @@ import asyncpg
 
 from shop.simulators.mail import ProviderFaults, ProviderJournal
 
-from .evidence import BlowSite, LogSlice
+from .evidence import BlowSite, LogSlice, database_restart
 from .invariants import unsent
 from .load import LoadFigures
 from .shop import API_KINDS, RELAY_KINDS, WORKER_KINDS, ChaosShop, Replica
@@ -308,19 +308,15 @@ class Monkey:
         stopping_at = time.time()
         began = time.monotonic()
         await asyncio.to_thread(self.shop.stop_database)
-        # The sends under way when every connection was gone: begun before (each holds a
-        # transaction), their record cut off.
-        down_at = time.time()
         self._note("restart postgres", "postgres", f"{DATABASE_DOWN:g} s down")
-        self.log.send_sites.append(
-            BlowSite("database restarted", "postgres", down_at, senders, began=stopping_at)
-        )
         try:
             await asyncio.sleep(DATABASE_DOWN)
         finally:
             await self.shop.start_database()
+            back_at = time.time()
             self.log.database_down = time.monotonic() - began
-            self.log.database_away = (stopping_at, time.time())
+            self.log.database_away = (stopping_at, back_at)
+            self.log.send_sites.append(database_restart(stopping_at, back_at, senders))
 
     async def _provider_mishap(self, what: str, faults: ProviderFaults) -> None:
         """The provider does ``what`` to the next message it takes (``faults.once``: to one,

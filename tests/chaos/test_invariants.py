@@ -16,7 +16,7 @@ from shop.ops.payments import PaymentDue
 from shop.simulators.gateway import Format
 from shop.simulators.mail import ProviderJournal
 
-from .evidence import LogSlice, dropped_replies, open_sends
+from .evidence import LogSlice, database_restart, dropped_replies, evidence, open_sends
 from .invariants import (
     CANCELLATION,
     CONFIRMATION,
@@ -472,6 +472,26 @@ def test_a_send_whose_record_failed_as_the_database_stopped_is_open_at_its_resta
 
     assert open_sends(LogSlice(log, 0), down, failures_from=stopping) == {f"{CONFIRMATION}.{ORDER}"}
     assert open_sends(LogSlice(log, 0), down) == set()  # a kill's evidence: it had failed
+
+
+def test_a_send_logged_after_the_database_stopped_is_open_at_its_restart(tmp_path: Path) -> None:
+    # The e-mail's hold and its "not sent yet" were read before the stop; the e-mail was
+    # written (slowly, on a busy machine) and its "sending" logged once the database was
+    # already down; its record then failed. No send can begin while the database is down,
+    # so every one logged until it is back was cut by the restart.
+    log = tmp_path / "notification-worker-1.log"
+    lines = [
+        log_line("sending e-mail", "04", order_id=ORDER, kind=CONFIRMATION, event_id="e1"),
+        json.dumps({"event": "what the handler needs is away; trying again in place",
+                    "level": "warning", "event_id": "e1", "timestamp": "2026-12-05T01:00:05Z",
+                    "error": "the underlying connection is closed"}),
+    ]  # fmt: skip
+    log.write_text("\n".join(lines) + "\n")
+    stopping = datetime.fromisoformat("2026-12-05T01:00:01Z").timestamp()
+    back = datetime.fromisoformat("2026-12-05T01:00:10Z").timestamp()  # down from 01:00:03
+    site = database_restart(stopping, back, (LogSlice(log, 0),))
+
+    assert evidence(site).open_sends == frozenset({f"{CONFIRMATION}.{ORDER}"})
 
 
 def test_a_second_copy_put_off_while_the_first_sends_leaves_that_send_open(tmp_path: Path) -> None:
