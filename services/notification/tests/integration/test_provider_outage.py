@@ -91,7 +91,7 @@ async def test_a_provider_outage_longer_than_the_retries_loses_no_email_and_send
     assert sample(worker, "messaging_dead_lettered_total") == 0
     # The breaker held the e-mails back: the provider saw a few tries, not one per attempt
     # of every message (a thousand messages, each with several attempts).
-    assert state_while_down == 2  # open
+    assert state_while_down != 0  # open, or half-open with a probe out
     assert refused_while_down < 100
     assert all(transitions.values()), transitions
     assert sample(worker, "messaging_breaker_state", provider="smtp") == 0

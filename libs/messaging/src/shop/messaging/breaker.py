@@ -14,7 +14,8 @@ import asyncio
 import contextlib
 import enum
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 
 import structlog
 from pydantic import BaseModel, Field
@@ -44,6 +45,39 @@ class BreakerSettings(BaseModel):
 
 Transition = Callable[[str, BreakerState], None]
 """Told the provider and the new state at each change (the metrics)."""
+
+
+class Contact:
+    """Whether the call under way reached its provider, as its handler says."""
+
+    __slots__ = ("answered",)
+
+    def __init__(self) -> None:
+        self.answered = False
+
+
+_contact: ContextVar[Contact | None] = ContextVar("shop_provider_contact", default=None)
+
+
+def provider_answered() -> None:
+    """Say, from a handler, that its provider answered this call (it took the e-mail, or
+    refused this one alone). Only such a call closes a breaker: a handler that returns
+    without reaching the provider (a duplicate, an e-mail found sent already) tells
+    nothing of it. Outside a subscriber that names a provider, it does nothing."""
+    contact = _contact.get()
+    if contact is not None:
+        contact.answered = True
+
+
+@contextlib.contextmanager
+def watching_contact() -> Iterator[Contact]:
+    """The :class:`Contact` of the call made inside (see :func:`provider_answered`)."""
+    contact = Contact()
+    token = _contact.set(contact)
+    try:
+        yield contact
+    finally:
+        _contact.reset(token)
 
 
 class CircuitBreaker:
@@ -79,8 +113,11 @@ class CircuitBreaker:
                     if wait <= 0:
                         self._to(BreakerState.HALF_OPEN)
                         return True
+                    # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a
+                    # cancellation that comes as the condition is notified.
                     with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._changed.wait(), wait)
+                        async with asyncio.timeout(wait):
+                            await self._changed.wait()
                     continue
                 await self._changed.wait()  # half-open: a probe is out
 

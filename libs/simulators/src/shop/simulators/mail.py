@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Final, Literal, get_args
 
 FAULT_REPLY = "451 4.3.0 temporary failure, try again later"
+"""What a message gets when the injected faults say it fails: a transient refusal."""
 RATE_REPLY = "451 4.7.0 sending rate exceeded, slow down"
 """What a message beyond the provider's quota (``ProviderFaults.rate_limit``) gets."""
-"""What a message gets when the injected faults say it fails: a transient refusal."""
 HANG_AT_MOST: Final = 600.0
 """How long the sink hangs on a message before refusing it, if its sender waits that long."""
 Mishap = Literal["dropped reply", "hung"]

@@ -1,6 +1,7 @@
 """Each subscriber that names a provider (``Router.subscriber(provider=...)``) calls it
 through that provider's circuit breaker: while it is open, the message waits here, in its
 slot and with its attempts unspent, instead of failing try after try into a dead letter.
+Only a call its handler says reached the provider (``provider_answered``) closes it.
 Inside the outage's retries in place (a database outage is not the provider's) and
 outside the timeout (waiting is not a try)."""
 
@@ -10,8 +11,8 @@ from collections.abc import Mapping
 
 import structlog
 
-from shop.messaging.breaker import BreakerState, CircuitBreaker
-from shop.messaging.errors import PermanentError, ProviderUnavailable
+from shop.messaging.breaker import BreakerState, CircuitBreaker, Contact, watching_contact
+from shop.messaging.errors import ProviderUnavailable
 from shop.messaging.middlewares.chain import Handling, Next
 from shop.messaging.outcome import Outcome
 
@@ -30,28 +31,35 @@ class Breakers:
             return await call_next(handling)
         while True:
             probe = await breaker.admit()
-            try:
-                outcome = await call_next(handling)
-            except ProviderUnavailable as error:
-                if error.provider != breaker.provider:
-                    await breaker.untold(probe=probe)
+            with watching_contact() as contact:
+                try:
+                    outcome = await call_next(handling)
+                except ProviderUnavailable as error:
+                    if error.provider != breaker.provider:
+                        await breaker.untold(probe=probe)
+                        raise
+                    await breaker.unreachable(probe=probe)
+                    if breaker.state is BreakerState.CLOSED:
+                        raise  # below the threshold: an ordinary failed try
+                    log.info(
+                        "provider away; the message waits for its breaker",
+                        provider=breaker.provider,
+                        group=handling.group,
+                        subscriber=subscriber.name,
+                        event_id=str(envelope.event_id),
+                    )
+                    continue
+                except BaseException:
+                    # A refusal of this message alone (a PermanentError after the provider
+                    # answered) says it is there; anything else says nothing of it.
+                    await self._told(breaker, contact, probe=probe)
                     raise
-                await breaker.unreachable(probe=probe)
-                if breaker.state is BreakerState.CLOSED:
-                    raise  # below the threshold: an ordinary failed try
-                log.info(
-                    "provider away; the message waits for its breaker",
-                    provider=breaker.provider,
-                    group=handling.group,
-                    subscriber=subscriber.name,
-                    event_id=str(envelope.event_id),
-                )
-                continue
-            except PermanentError:
-                await breaker.reached()  # it answered: a refusal of this message alone
-                raise
-            except BaseException:
-                await breaker.untold(probe=probe)
-                raise
-            await breaker.reached()
+            await self._told(breaker, contact, probe=probe)
             return outcome
+
+    @staticmethod
+    async def _told(breaker: CircuitBreaker, contact: Contact, *, probe: bool) -> None:
+        if contact.answered:
+            await breaker.reached()
+        else:
+            await breaker.untold(probe=probe)

@@ -20,6 +20,7 @@ from typing import Any
 from shop.contracts import OrderCancelled, OrderCreated, OrderPaid, OrderPaymentReversed
 from shop.contracts.orders import OrderFacts
 from shop.messaging import MessageContext, PermanentError, ProviderUnavailable, TransientError
+from shop.messaging.breaker import provider_answered
 from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.kinds import NotificationKey, NotificationKind
 from shop.notification.domain.rendering import EmailRenderer, RenderedEmail
@@ -154,9 +155,11 @@ class Notifier:
         try:
             await self.sender.send(email)
         except EmailRejected as error:
+            provider_answered()  # it is there: it refused this e-mail alone
             raise PermanentError(str(error)) from error
         except EmailUnavailable as error:
             raise ProviderUnavailable(EMAIL_PROVIDER, str(error)) from error
+        provider_answered()
         marked = await record.mark_sent(
             key,
             recipient=email.to,
