@@ -253,6 +253,53 @@ async def test_a_refused_message_keeps_its_keys_later_ones_back_in_the_batch_aft
     assert first_publications(broker.published) == expected
 
 
+class SlowAcks(MemoryTransport):
+    """Hands a batch over at once and acknowledges it a moment later, as a broker does: the
+    relay always has the next batch on its way meanwhile."""
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        await super().publish(messages)
+        await asyncio.sleep(0.05)
+
+
+async def test_a_row_held_back_behind_its_keys_batch_goes_in_the_next_while_traffic_flows(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    # order-0's second row is claimed while its first is on its way, and left out; it must
+    # go in the next batch, not wait for a lull in the rows still arriving.
+    broker = MemoryBroker()
+    first, second = order_event("order-0", 0), order_event("order-0", 1)
+    async with sessions() as session, session.begin():
+        await add(session, first)
+        await add(session, order_event("a"))
+        await add(session, order_event("b"))
+        await add(session, second)
+        for n in range(10):
+            await add(session, order_event(f"waiting-{n}"))
+    settings = FAST.model_copy(update={"batch_size": 3})
+
+    async def traffic() -> None:
+        for n in range(200):  # a new order every 10 ms, for 2 s
+            async with sessions() as session, session.begin():
+                await add(session, order_event(f"new-{n}"))
+            await asyncio.sleep(0.01)
+
+    writing = asyncio.create_task(traffic())
+    async with relaying(Relay(database_url, SlowAcks(broker), settings=settings)):
+        try:
+            await wait_until(
+                lambda: second.event_id in published_ids(broker.published),
+                within=10,
+                what="order-0's second row",
+            )
+        finally:
+            await writing
+    published = published_ids(broker.published)
+    # Its first batch (three rows), then the batch after: not behind every row that came.
+    assert published.index(second.event_id) < 6, published.index(second.event_id)
+    assert first_publications(broker.published)["order-0"] == [first.event_id, second.event_id]
+
+
 async def test_two_relays_publish_every_row_exactly_once_in_key_order(
     sessions: async_sessionmaker[AsyncSession], database_url: str
 ) -> None:

@@ -202,7 +202,7 @@ class Relay:
                     _CLAIM, self.settings.batch_size, *(in_flight.ids if in_flight else (0, 0))
                 )
                 rows = _behind(in_flight, claimed)
-                batch = self._start_publishing(rows, claimed) if rows else None
+                batch = self._start_publishing(rows) if rows else None
                 try:
                     settled = in_flight is None or await self._settle(connection, in_flight)
                 except BaseException:
@@ -230,9 +230,9 @@ class Relay:
             if in_flight is not None:
                 await in_flight.abandon()
 
-    def _start_publishing(self, rows: Sequence[Any], claimed: Sequence[Any]) -> _Batch:
+    def _start_publishing(self, rows: Sequence[Any]) -> _Batch:
         messages = [self._message(row) for row in rows]
-        keys = {row["key"] for row in claimed}
+        keys = {row["key"] for row in rows}
         return _Batch(rows, messages, asyncio.create_task(self._publish(messages)), keys)
 
     async def _publish(self, messages: list[OutgoingMessage]) -> None:
@@ -317,8 +317,7 @@ class _Batch:
     messages: list[OutgoingMessage]
     publishing: asyncio.Task[None]
     keys: set[str]
-    """The keys it holds back: its own, and those of the rows left out of it for a batch
-    before (their later rows must not overtake them)."""
+    """Its keys: none of them goes in the next batch while it is on its way."""
 
     @property
     def ids(self) -> tuple[int, int]:
@@ -344,12 +343,17 @@ async def _cancel(task: asyncio.Task[None]) -> None:
 
 
 def _behind(in_flight: _Batch | None, claimed: Sequence[Any]) -> list[Any]:
-    """The claimed rows that may go while ``in_flight`` is on its way: none of a key it
-    holds back. Should a message of that key fail, a later one published meanwhile would
-    reach the consumers first; left out, it is claimed again once the batch is settled."""
+    """The claimed rows that may go while ``in_flight`` is on its way: those before the
+    first row of one of its keys. Should that batch's message of the key fail, a later one
+    published meanwhile would reach the consumers first. The rest are claimed again once
+    the batch is settled (cut there, and not filtered, so that every row left out is the
+    first of the next claim, never held back behind batch after batch)."""
     if in_flight is None:
         return list(claimed)
-    return [row for row in claimed if row["key"] not in in_flight.keys]
+    for index, row in enumerate(claimed):
+        if row["key"] in in_flight.keys:
+            return list(claimed[:index])
+    return list(claimed)
 
 
 def _sent_in_key_order(messages: Sequence[OutgoingMessage], failed: set[int]) -> list[int]:
