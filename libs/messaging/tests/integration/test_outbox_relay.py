@@ -165,6 +165,35 @@ async def test_a_stop_marks_the_batch_already_published_instead_of_publishing_it
     assert await unsent(sessions) == 0
 
 
+class NeverAcknowledges(MemoryTransport):
+    """Takes a batch and never says whether it went (a broker that stopped answering)."""
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        await asyncio.Event().wait()
+
+
+async def test_a_stop_waits_for_the_batch_in_flight_only_so_long_then_leaves_it_unsent(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    # A stop must end within the worker's grace period, and its lock go to a standby.
+    relay = Relay(
+        database_url,
+        NeverAcknowledges(MemoryBroker()),
+        settings=FAST.model_copy(update={"stop_timeout": 0.5}),
+    )
+    await write_rows(sessions, keys=1, per_key=2)
+    task = asyncio.create_task(relay.run())
+    try:
+        await wait_until(lambda: relay.is_leader, what="the relay to lead")
+        await asyncio.sleep(0.2)  # the batch is on its way, and stays there
+    finally:
+        relay.stop()
+        started = asyncio.get_running_loop().time()
+        await asyncio.wait_for(task, 10)
+    assert asyncio.get_running_loop().time() - started < 2
+    assert await unsent(sessions) == 2
+
+
 async def test_a_mass_of_scheduled_messages_does_not_hold_up_the_ones_due_now(
     sessions: async_sessionmaker[AsyncSession], database_url: str
 ) -> None:

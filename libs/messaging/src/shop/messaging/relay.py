@@ -81,6 +81,10 @@ class RelaySettings(BaseModel):
     stats_interval: float = Field(default=5.0, gt=0)
     backoff_initial: float = Field(default=0.2, gt=0)
     backoff_max: float = Field(default=30.0, gt=0)
+    stop_timeout: float = Field(default=10.0, ge=0)
+    """How long a stop waits for the batch on its way to be acknowledged, so that it is
+    marked sent and not published again by the next leader; what is not acknowledged by
+    then stays unsent. Well within a worker's grace period (its ``drain_timeout``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,8 +227,10 @@ class Relay:
             if in_flight is not None:
                 # A stop lets the batch on its way finish and marks it: abandoned, it would
                 # go out again from the next leader, a duplicate on every deploy.
-                batch, in_flight = in_flight, None
-                await self._settle(connection, batch)
+                await self._settle(connection, in_flight)
+                in_flight = None
+            return "stopping"
+        except _StoppedWaiting:
             return "stopping"
         finally:
             if in_flight is not None:
@@ -245,6 +251,7 @@ class Relay:
 
     async def _settle(self, connection: asyncpg.Connection, batch: _Batch) -> bool:
         """Wait for ``batch``'s publication and mark what went out; False if some did not."""
+        await self._acknowledged(batch)
         try:
             await batch.publishing
         except Exception as error:
@@ -264,6 +271,21 @@ class Relay:
         self._backoff = self.settings.backoff_initial
         await self._mark_sent(connection, batch.rows, range(len(batch.rows)))
         return True
+
+    async def _acknowledged(self, batch: _Batch) -> None:
+        """Return once ``batch``'s publication has ended; after a stop, wait
+        ``stop_timeout`` at most for it, then raise :class:`_StoppedWaiting`: a broker
+        that does not answer must not hold the stop (and the lock) for its whole publish
+        timeout."""
+        stopping = asyncio.create_task(self._stopping.wait())
+        try:
+            await asyncio.wait({batch.publishing, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+        if not batch.publishing.done():
+            await asyncio.wait({batch.publishing}, timeout=self.settings.stop_timeout)
+        if not batch.publishing.done():
+            raise _StoppedWaiting
 
     async def _mark_sent(
         self, connection: asyncpg.Connection, rows: Sequence[Any], indexes: Sequence[int]
@@ -309,6 +331,10 @@ class Relay:
     async def _pause(self, seconds: float) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._stopping.wait(), seconds)
+
+
+class _StoppedWaiting(Exception):
+    """The relay was stopped, and its batch on the way was not acknowledged in time."""
 
 
 @dataclass(slots=True)
