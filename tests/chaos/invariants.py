@@ -487,8 +487,8 @@ DATABASE_START_SLACK: Final = 5.0
 
 
 UNAVAILABLE_AFTER: Final = 10.0
-"""How long after Postgres is back an API may still answer 503: its pool drops the dead
-connections as it meets them."""
+"""How long after Postgres is back a request may still be answered 503: its API's pool
+drops the dead connections as it meets them. A 503 is dated by when its request left."""
 
 
 def _unavailable_only_while_away(log: ChaosLog, figures: LoadFigures) -> Invariant:

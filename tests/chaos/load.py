@@ -83,7 +83,8 @@ class LoadFigures:
     """Answers with a 5xx status (``api: status body``) other than a 503: a live API never
     gives one."""
     unavailable: list[tuple[str, float]] = field(default_factory=list)
-    """503s (an API whose database is away says to send again), by API and wall-clock time."""
+    """503s (an API whose database is away says to send again), by API and the wall-clock
+    time their request left (the client may read an answer late)."""
     in_flight: Counter[str] = field(default_factory=Counter)
     begun: Counter[str] = field(default_factory=Counter)
     """Requests begun so far, by API (a kill waits for one begun after its API froze)."""
@@ -244,6 +245,7 @@ class Load:
         wrong = due.amount + 1 if order.plan == "wrong_amount" else None
         # The gateway posts once and tells each answer as it came: a request that the
         # payment-api's death cut is seen and counted here, and sent again below.
+        sent_at = time.time()
         answers = await self._through_gateway(
             gateway.pay_at_gateway(
                 self.settings.gateway_url,
@@ -256,7 +258,7 @@ class Load:
         )
         deadline = time.monotonic() + _GIVE_UP_AFTER
         while True:
-            self._count_webhook_answers(answers)
+            self._count_webhook_answers(answers, sent_at)
             refused = [a for a in answers if 400 <= a.status < 500]
             if refused:
                 raise ShopRefused(f"webhook of {order.number}: {refused[0]}")
@@ -265,6 +267,7 @@ class Load:
             if time.monotonic() > deadline:
                 raise AssertionError(f"payment-api gave no answer for {_GIVE_UP_AFTER:g} s")
             await asyncio.sleep(_RETRY_PAUSE)
+            sent_at = time.time()
             answers = await self._through_gateway(
                 gateway.notify_again(self.settings.gateway_url, order.id, every=True, resend=False)
             )
@@ -279,7 +282,9 @@ class Load:
         finally:
             self.figures.in_flight["payment-api"] -= 1
 
-    def _count_webhook_answers(self, answers: list[gateway.Answer]) -> None:
+    def _count_webhook_answers(self, answers: list[gateway.Answer], sent_at: float) -> None:
+        """``answers`` to a gateway call made at ``sent_at`` (its 503s are dated by it: the
+        call returns them all at its end)."""
         api = "payment-api"
         self.figures.requests[api] += len(answers)
         for answer in answers:
@@ -289,7 +294,7 @@ class Load:
             if answer.status == gateway.UNDELIVERED:
                 self.figures.cut[api] += 1
             elif answer.status == 503:
-                self.figures.unavailable.append((api, time.time()))
+                self.figures.unavailable.append((api, sent_at))
             elif answer.status >= 500:
                 self.figures.server_errors.append(f"{api}: {answer.status} {answer.body[:200]}")
 
@@ -304,6 +309,7 @@ class Load:
             self.figures.requests[api] += 1
             self.figures.in_flight[api] += 1
             self.figures.begun[api] += 1
+            sent_at = time.time()  # a 503 is dated by its request: its answer may be read late
             try:
                 reply = await send()
             except httpx.ConnectError:
@@ -317,7 +323,7 @@ class Load:
             if reply is not None and reply.status_code < 500:
                 return reply
             if reply is not None and reply.status_code == 503 and "retry-after" in reply.headers:
-                self.figures.unavailable.append((api, time.time()))
+                self.figures.unavailable.append((api, sent_at))
             elif reply is not None:
                 self.figures.server_errors.append(f"{api}: {reply.status_code} {reply.text[:200]}")
             if time.monotonic() > deadline:

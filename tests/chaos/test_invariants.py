@@ -3,16 +3,20 @@ that broke its promise in one way, and must say so (and hold on the same shop un
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+import time
 import uuid
 from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
+import httpx
 import pytest
 
 from shop.ops.payments import PaymentDue
+from shop.ops.settings import OpsSettings
 from shop.simulators.gateway import Format
 from shop.simulators.mail import ProviderJournal
 
@@ -36,7 +40,7 @@ from .invariants import (
     local_part,
     sink_mails,
 )
-from .load import LoadFigures, Plan, PlannedOrder
+from .load import Load, LoadFigures, Plan, PlannedOrder
 from .monkey import ChaosLog
 
 GARBAGE = b"{not json"
@@ -508,3 +512,21 @@ def test_a_second_copy_put_off_while_the_first_sends_leaves_that_send_open(tmp_p
     blow_at = datetime.fromisoformat("2026-12-05T01:00:02Z").timestamp()
 
     assert open_sends(LogSlice(log, 0), blow_at) == {f"{CONFIRMATION}.{ORDER}"}
+
+
+async def test_a_503_is_dated_when_its_request_left_not_when_the_answer_was_read() -> None:
+    # The load's client may read an answer late (its event loop busy, its pool queued):
+    # a 503 answered while Postgres was away and read after it came back is still one of
+    # the outage's, so it is dated by its request.
+    load = Load(OpsSettings.model_construct(), [], rate=1.0)
+    answers = iter([httpx.Response(503, headers={"retry-after": "1"}), httpx.Response(201)])
+
+    async def slow_send() -> httpx.Response:
+        await asyncio.sleep(0.3)
+        return next(answers)
+
+    before = time.time()
+    await load._until_answered("order-api", slow_send)
+    [(api, at)] = load.figures.unavailable
+    assert api == "order-api"
+    assert at < before + 0.1
