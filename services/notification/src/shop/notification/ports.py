@@ -40,6 +40,11 @@ class EmailRejected(Exception):
     cannot help, so it goes to the dead letters."""
 
 
+class EmailDeferred(Exception):
+    """The provider put off this e-mail alone (a full mailbox, greylisting): send it again
+    later. The provider answered: it is there for the others."""
+
+
 EMAIL_PROVIDER: Final = "smtp"
 """The provider's name for its circuit breaker, its metrics and its logs."""
 
@@ -52,7 +57,7 @@ class EmailUnavailable(Exception):
 class EmailSender(Protocol):
     async def send(self, email: Email) -> None:
         """Hand ``email`` to the provider; return once it accepted it. Raises
-        :class:`EmailRejected` or :class:`EmailUnavailable`."""
+        :class:`EmailRejected`, :class:`EmailDeferred` or :class:`EmailUnavailable`."""
 
 
 class SendingElsewhere(Exception):

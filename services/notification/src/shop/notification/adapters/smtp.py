@@ -16,13 +16,15 @@ timeout, a shutdown) must end at once.
 
 from __future__ import annotations
 
+import re
 from email.message import EmailMessage
 from email.utils import formatdate
+from typing import Final
 
 import aiosmtplib
 from email_validator import EmailNotValidError, validate_email
 
-from shop.notification.ports import Email, EmailRejected, EmailUnavailable
+from shop.notification.ports import Email, EmailDeferred, EmailRejected, EmailUnavailable
 from shop.notification.settings import SmtpSettings
 
 
@@ -46,9 +48,9 @@ class SmtpEmailSender:
             await client.connect()
             await client.send_message(mime_message(email, sender=settings.sender))
         except aiosmtplib.SMTPRecipientsRefused as error:
-            raise _about_the_email(error.recipients[0], email) from error
+            raise about_the_email(error.recipients[0], email) from error
         except aiosmtplib.SMTPDataError as error:
-            raise _about_the_email(error, email) from error
+            raise about_the_email(error, email) from error
         except (aiosmtplib.SMTPException, OSError) as error:
             # The relay or the way to it: timeouts, refused or dropped connections, and
             # refusals of the greeting, STARTTLS, the login or the sender.
@@ -59,10 +61,27 @@ class SmtpEmailSender:
             client.close()
 
 
-def _about_the_email(error: aiosmtplib.SMTPResponseException, email: Email) -> Exception:
+_ENHANCED_CODE: Final = re.compile(r"^\s*([245])\.(\d{1,3})\.(\d{1,3})\b")
+_ABOUT_THE_RECIPIENT: Final = frozenset({450, 452})
+"""Basic codes that put off a mailbox's mail (busy, full) when no enhanced code says more."""
+
+
+def about_the_email(error: aiosmtplib.SMTPResponseException, email: Email) -> Exception:
+    """What the provider's refusal of ``email`` says. A 5xx: that e-mail, for good. A 4xx
+    about its recipient (enhanced codes 4.1.x and 4.2.x, greylisting's 4.7.1, or a bare
+    450 or 452): that e-mail, for now, with the provider there. Any other 4xx (its system,
+    its network, its rate, a 421): the provider, for now."""
     reply = f"{error.code} {error.message}".strip()
     if 500 <= error.code < 600:
         return EmailRejected(f"the provider refused the e-mail to {email.to}: {reply}")
+    enhanced = _ENHANCED_CODE.match(error.message)
+    if enhanced is None:
+        about_the_recipient = error.code in _ABOUT_THE_RECIPIENT
+    else:
+        subject, detail = enhanced.group(2), enhanced.group(3)
+        about_the_recipient = subject in {"1", "2"} or (subject, detail) == ("7", "1")
+    if about_the_recipient:
+        return EmailDeferred(f"the provider put off the e-mail to {email.to}: {reply}")
     return EmailUnavailable(f"the provider deferred the e-mail to {email.to}: {reply}")
 
 

@@ -28,6 +28,7 @@ from shop.notification.ports import (
     EMAIL_PROVIDER,
     Attachment,
     Email,
+    EmailDeferred,
     EmailRejected,
     EmailSender,
     EmailUnavailable,
@@ -157,6 +158,9 @@ class Notifier:
         except EmailRejected as error:
             provider_answered()  # it is there: it refused this e-mail alone
             raise PermanentError(str(error)) from error
+        except EmailDeferred as error:
+            provider_answered()  # it is there: it put off this e-mail alone
+            raise TransientError(str(error)) from error
         except EmailUnavailable as error:
             raise ProviderUnavailable(EMAIL_PROVIDER, str(error)) from error
         provider_answered()

@@ -1,0 +1,35 @@
+"""What an SMTP provider's refusal of one e-mail says: about the e-mail for good, about
+this e-mail for now (the provider is there), or about the provider."""
+
+from __future__ import annotations
+
+import aiosmtplib
+import pytest
+
+from shop.notification.adapters.smtp import about_the_email
+from shop.notification.ports import Email, EmailDeferred, EmailRejected, EmailUnavailable
+
+EMAIL = Email("ayu@example.com", "s", "t", "<p>h</p>", "<1@skincare-shop.example>")
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "meaning"),
+    [
+        (550, "5.1.1 <x@example.com>: mailbox unavailable", EmailRejected),
+        (452, "4.2.2 mailbox full", EmailDeferred),
+        (450, "4.2.0 greylisted, try again later", EmailDeferred),
+        (451, "4.7.1 greylisted, please retry", EmailDeferred),
+        (450, "mailbox busy", EmailDeferred),
+        (421, "4.3.2 service shutting down", EmailUnavailable),
+        (451, "4.3.0 temporary failure, try again later", EmailUnavailable),
+        (451, "4.7.0 sending rate exceeded, slow down", EmailUnavailable),
+        (451, "local error in processing", EmailUnavailable),
+    ],
+)
+def test_a_refusal_is_told_apart_by_its_codes(
+    code: int, message: str, meaning: type[Exception]
+) -> None:
+    # A full mailbox or greylisting puts off one e-mail, and says the provider is there;
+    # five of them in a row must not open the provider's breaker for every e-mail.
+    error = aiosmtplib.SMTPResponseException(code, message)
+    assert type(about_the_email(error, EMAIL)) is meaning
