@@ -7,14 +7,19 @@ import asyncio
 import contextlib
 import os
 import sys
+from typing import Any
 
 import asyncpg
-from sqlalchemy import text
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import Connection, MetaData, text
 
 from shop.database import create_engine
 from shop.database.alembic_env import MIGRATION_LOCK
 from shop.messaging.relay import asyncpg_dsn
 from shop.messaging.schema import create_tables
+from shop.order.adapters.tables import ALL_METADATA
 from shop.order.migrations import migrate_async
 
 
@@ -99,3 +104,66 @@ async def test_a_database_whose_outbox_a_service_migration_made_keeps_it_and_its
         assert await connection.fetchval("SELECT count(*) FROM outbox") == 1
     finally:
         await connection.close()
+
+
+OLD_OUTBOX = """
+    CREATE TABLE outbox (
+        id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        event_id UUID NOT NULL UNIQUE,
+        key VARCHAR(200) NOT NULL,
+        message_type VARCHAR(100) NOT NULL,
+        headers JSONB NOT NULL,
+        body BYTEA NOT NULL,
+        created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        published_at TIMESTAMPTZ
+    );
+    CREATE INDEX ix_outbox_published_at ON outbox (published_at) WHERE published_at IS NOT NULL;
+    CREATE INDEX ix_outbox_unsent ON outbox (id) WHERE published_at IS NULL;
+    CREATE TABLE inbox (
+        consumer VARCHAR(200) NOT NULL,
+        event_id UUID NOT NULL,
+        message_type VARCHAR(100) NOT NULL,
+        processed_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        CONSTRAINT pk_inbox PRIMARY KEY (consumer, event_id)
+    );
+"""
+"""The outbox and inbox as order-service's own first revision made them, before scheduled
+rows (its second revision added ``due_at`` and split the unsent index)."""
+
+
+@pytest.mark.parametrize("stamped", ["0001", "0002"])
+async def test_a_database_the_older_revisions_migrated_is_brought_up_to_date(
+    database_url: str, stamped: str
+) -> None:
+    # The service's tables as its first revision made them, the outbox and inbox as it
+    # made them then, and the revision it was stamped at (the second one changed the outbox
+    # alone: now the library's branch does).
+    await migrate_async(database_url, "0001")
+    connection = await asyncpg.connect(asyncpg_dsn(database_url))
+    try:
+        await connection.execute(OLD_OUTBOX)
+        await connection.execute("UPDATE alembic_version SET version_num = $1", stamped)
+    finally:
+        await connection.close()
+
+    await migrate_async(database_url)
+
+    assert await schema_differences(database_url) == []
+
+
+async def schema_differences(database_url: str) -> list[Any]:
+    merged = MetaData()
+    for metadata in ALL_METADATA:
+        for table in metadata.tables.values():
+            table.to_metadata(merged)
+
+    def differences(connection: Connection) -> list[Any]:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        return list(compare_metadata(context, merged))
+
+    engine = create_engine(database_url)
+    try:
+        async with engine.connect() as connection:
+            return await connection.run_sync(differences)
+    finally:
+        await engine.dispose()

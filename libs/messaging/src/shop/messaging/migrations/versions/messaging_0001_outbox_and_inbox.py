@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-from alembic import op
+from alembic import context, op
 from sqlalchemy.dialects import postgresql
 
 revision: str = "messaging_0001"
@@ -20,11 +20,15 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    # A database migrated before the library had its own branch has both tables already,
-    # made by the service's first migration to the same definition: they are kept.
-    existing = set(sa.inspect(op.get_bind()).get_table_names())
+    # A database its service migrated before the library had its own branch has both
+    # tables already, made by the service's own revisions: they are kept, and an outbox
+    # from before scheduled rows is brought up to date. (Offline, as SQL, there is no
+    # database to look at: the script is for a new one.)
+    existing = set() if context.is_offline_mode() else _tables()
     if "outbox" not in existing:
         _create_outbox()
+    elif "due_at" not in _columns("outbox"):
+        _schedule_rows()
     if "inbox" not in existing:
         op.create_table(
             "inbox",
@@ -39,6 +43,33 @@ def upgrade() -> None:
             ),
             sa.PrimaryKeyConstraint("consumer", "event_id", name="pk_inbox"),
         )
+
+
+def _tables() -> set[str]:
+    return set(sa.inspect(op.get_bind()).get_table_names())
+
+
+def _columns(table: str) -> set[str]:
+    return {column["name"] for column in sa.inspect(op.get_bind()).get_columns(table)}
+
+
+def _schedule_rows() -> None:
+    """An outbox from before scheduled rows: ``due_at``, and an index for rows due now
+    apart from one for scheduled rows."""
+    op.add_column("outbox", sa.Column("due_at", sa.DateTime(timezone=True), nullable=True))
+    op.drop_index("ix_outbox_unsent", table_name="outbox")
+    op.create_index(
+        "ix_outbox_unsent",
+        "outbox",
+        ["id"],
+        postgresql_where=sa.text("published_at IS NULL AND due_at IS NULL"),
+    )
+    op.create_index(
+        "ix_outbox_scheduled",
+        "outbox",
+        ["due_at"],
+        postgresql_where=sa.text("published_at IS NULL AND due_at IS NOT NULL"),
+    )
 
 
 def _create_outbox() -> None:

@@ -3,7 +3,7 @@ charged_back), order_reversals keyed by (order_id, reference), and a refund due 
 (payment_conflicts.resolved_at and resolution)
 
 Revision ID: 0003
-Revises: 0001
+Revises: 0002
 Create Date: 2026-12-04 20:20:00.000000
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0003"
-down_revision: str | None = "0001"
+down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
