@@ -53,6 +53,12 @@ class KafkaSettings(BaseModel):
     """Partitions of each topic this library creates (existing topics are left alone)."""
     replication_factor: int = Field(default=1, ge=1)
     session_timeout_ms: int = Field(default=10_000, ge=1_000)
+    max_poll_interval_ms: int = Field(default=60 * 60 * 1000, ge=10_000)
+    """How long a consumer may go without fetching before the group counts it gone. Its
+    fetching waits while every slot holds a message waiting in place (a database outage,
+    a provider's open breaker), which may last long: Kafka's 5 minutes would take its
+    partitions away mid-outage, to a replica waiting on the same outage, and hand the
+    held messages to both. A dead consumer is still found by its session timeout."""
     client_id: str = "shop"
     request_timeout_ms: int = Field(default=40_000, ge=1_000)
     """How long a publish may wait for the broker before it counts as failed (the relay

@@ -370,6 +370,7 @@ class GroupMember:
             auto_offset_reset="earliest",
             session_timeout_ms=settings.session_timeout_ms,
             heartbeat_interval_ms=max(settings.session_timeout_ms // 3, 100),
+            max_poll_interval_ms=settings.max_poll_interval_ms,
             listener=_Rebalance(revoked, assigned),
             parser=_parse,
             decoder=_undecoded,
