@@ -7,16 +7,14 @@ import asyncio
 import contextlib
 import os
 import sys
-from typing import Any
 
 import asyncpg
 import pytest
-from alembic.autogenerate import compare_metadata
-from alembic.migration import MigrationContext
-from sqlalchemy import Connection, MetaData, text
+from sqlalchemy import text
 
 from shop.database import create_engine
 from shop.database.alembic_env import MIGRATION_LOCK
+from shop.database.migrations import schema_differences
 from shop.messaging.relay import asyncpg_dsn
 from shop.messaging.schema import create_tables
 from shop.order.adapters.tables import ALL_METADATA
@@ -148,22 +146,4 @@ async def test_a_database_the_older_revisions_migrated_is_brought_up_to_date(
 
     await migrate_async(database_url)
 
-    assert await schema_differences(database_url) == []
-
-
-async def schema_differences(database_url: str) -> list[Any]:
-    merged = MetaData()
-    for metadata in ALL_METADATA:
-        for table in metadata.tables.values():
-            table.to_metadata(merged)
-
-    def differences(connection: Connection) -> list[Any]:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
-        return list(compare_metadata(context, merged))
-
-    engine = create_engine(database_url)
-    try:
-        async with engine.connect() as connection:
-            return await connection.run_sync(differences)
-    finally:
-        await engine.dispose()
+    assert await schema_differences(database_url, ALL_METADATA) == []

@@ -4,14 +4,10 @@ or index added to one and forgotten in the other fails here, before it fails in 
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import asyncpg
-from alembic.autogenerate import compare_metadata
-from alembic.migration import MigrationContext
-from sqlalchemy import Connection, MetaData
 
-from shop.database import create_engine
+from shop.database.migrations import schema_differences
 from shop.messaging.relay import asyncpg_dsn
 from shop.payment.adapters.tables import ALL_METADATA
 from shop.payment.domain.notifications import Meaning
@@ -21,22 +17,7 @@ from shop.payment.migrations import migrate_async
 
 async def test_the_migrated_database_matches_the_tables_in_code(database_url: str) -> None:
     await migrate_async(database_url)
-    merged = MetaData()
-    for metadata in ALL_METADATA:
-        for table in metadata.tables.values():
-            table.to_metadata(merged)
-
-    def differences(connection: Connection) -> list[Any]:
-        context = MigrationContext.configure(connection, opts={"compare_type": True})
-        return list(compare_metadata(context, merged))
-
-    engine = create_engine(database_url)
-    try:
-        async with engine.connect() as connection:
-            found = await connection.run_sync(differences)
-    finally:
-        await engine.dispose()
-    assert found == []
+    assert await schema_differences(database_url, ALL_METADATA) == []
 
 
 async def test_every_state_of_the_state_machine_is_one_the_database_takes(

@@ -8,11 +8,15 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from alembic import command
+from alembic.autogenerate import compare_metadata
 from alembic.config import Config
+from alembic.migration import MigrationContext
+from sqlalchemy import Connection, MetaData
 
-from shop.database.engine import sqlalchemy_url
+from shop.database.engine import create_engine, sqlalchemy_url
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +47,24 @@ class Migrations:
     async def upgrade_async(self, url: str, revision: str = "heads") -> None:
         """:meth:`upgrade` from async code (the env runs its own event loop)."""
         await asyncio.to_thread(self.upgrade, url, revision)
+
+
+async def schema_differences(url: str, metadatas: Sequence[MetaData]) -> list[Any]:
+    """What the database at ``url`` differs in from the tables of ``metadatas`` (columns,
+    types, indexes, constraints Alembic compares; not CHECK constraints): empty when its
+    migrations build exactly what the code describes."""
+    merged = MetaData()
+    for metadata in metadatas:
+        for table in metadata.tables.values():
+            table.to_metadata(merged)
+
+    def differences(connection: Connection) -> list[Any]:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        return list(compare_metadata(context, merged))
+
+    engine = create_engine(url)
+    try:
+        async with engine.connect() as connection:
+            return await connection.run_sync(differences)
+    finally:
+        await engine.dispose()

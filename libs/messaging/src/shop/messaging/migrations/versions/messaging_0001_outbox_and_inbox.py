@@ -58,6 +58,11 @@ def _schedule_rows() -> None:
     apart from one for scheduled rows."""
     op.add_column("outbox", sa.Column("due_at", sa.DateTime(timezone=True), nullable=True))
     op.drop_index("ix_outbox_unsent", table_name="outbox")
+    _create_unsent_indexes()
+
+
+def _create_unsent_indexes() -> None:
+    """Rows to send now, and scheduled rows, each along an index of its own."""
     op.create_index(
         "ix_outbox_unsent",
         "outbox",
@@ -98,18 +103,7 @@ def _create_outbox() -> None:
         ["published_at"],
         postgresql_where=sa.text("published_at IS NOT NULL"),
     )
-    op.create_index(
-        "ix_outbox_scheduled",
-        "outbox",
-        ["due_at"],
-        postgresql_where=sa.text("published_at IS NULL AND due_at IS NOT NULL"),
-    )
-    op.create_index(
-        "ix_outbox_unsent",
-        "outbox",
-        ["id"],
-        postgresql_where=sa.text("published_at IS NULL AND due_at IS NULL"),
-    )
+    _create_unsent_indexes()
 
 
 def downgrade() -> None:
