@@ -488,15 +488,17 @@ DATABASE_START_SLACK: Final = 5.0
 
 UNAVAILABLE_AFTER: Final = 10.0
 """How long after Postgres is back a request may still be answered 503: its API's pool
-drops the dead connections as it meets them. A 503 is dated by when its request left."""
+drops the dead connections as it meets them."""
 
 
 def _unavailable_only_while_away(log: ChaosLog, figures: LoadFigures) -> Invariant:
     away = log.database_away
+    # Each 503 came between its request's leaving and its answer's reading: it is the
+    # outage's when that span meets the time Postgres was away (and a moment after).
     wrong = [
-        f"{api}: 503 at {at:.1f}"
-        for api, at in figures.unavailable
-        if away is None or not away[0] <= at <= away[1] + UNAVAILABLE_AFTER
+        f"{api}: 503 between {sent:.1f} and {read:.1f}"
+        for api, sent, read in figures.unavailable
+        if away is None or read < away[0] or sent > away[1] + UNAVAILABLE_AFTER
     ]
     return Invariant(
         "a 503 only while Postgres was away (a moment after it too)",

@@ -82,9 +82,10 @@ class LoadFigures:
     server_errors: list[str] = field(default_factory=list)
     """Answers with a 5xx status (``api: status body``) other than a 503: a live API never
     gives one."""
-    unavailable: list[tuple[str, float]] = field(default_factory=list)
-    """503s (an API whose database is away says to send again), by API and the wall-clock
-    time their request left (the client may read an answer late)."""
+    unavailable: list[tuple[str, float, float]] = field(default_factory=list)
+    """503s (an API whose database is away says to send again), by API, with the wall-clock
+    times their request left and their answer was read: the API answered in between (a
+    client may read an answer late, a request sent before the outage be answered in it)."""
     in_flight: Counter[str] = field(default_factory=Counter)
     begun: Counter[str] = field(default_factory=Counter)
     """Requests begun so far, by API (a kill waits for one begun after its API froze)."""
@@ -283,8 +284,8 @@ class Load:
             self.figures.in_flight["payment-api"] -= 1
 
     def _count_webhook_answers(self, answers: list[gateway.Answer], sent_at: float) -> None:
-        """``answers`` to a gateway call made at ``sent_at`` (its 503s are dated by it: the
-        call returns them all at its end)."""
+        """``answers`` to a gateway call made at ``sent_at``, returned now (each 503 came
+        in between)."""
         api = "payment-api"
         self.figures.requests[api] += len(answers)
         for answer in answers:
@@ -294,7 +295,7 @@ class Load:
             if answer.status == gateway.UNDELIVERED:
                 self.figures.cut[api] += 1
             elif answer.status == 503:
-                self.figures.unavailable.append((api, sent_at))
+                self.figures.unavailable.append((api, sent_at, time.time()))
             elif answer.status >= 500:
                 self.figures.server_errors.append(f"{api}: {answer.status} {answer.body[:200]}")
 
@@ -309,7 +310,7 @@ class Load:
             self.figures.requests[api] += 1
             self.figures.in_flight[api] += 1
             self.figures.begun[api] += 1
-            sent_at = time.time()  # a 503 is dated by its request: its answer may be read late
+            sent_at = time.time()  # a 503 came between this and when it is read
             try:
                 reply = await send()
             except httpx.ConnectError:
@@ -323,7 +324,7 @@ class Load:
             if reply is not None and reply.status_code < 500:
                 return reply
             if reply is not None and reply.status_code == 503 and "retry-after" in reply.headers:
-                self.figures.unavailable.append((api, sent_at))
+                self.figures.unavailable.append((api, sent_at, time.time()))
             elif reply is not None:
                 self.figures.server_errors.append(f"{api}: {reply.status_code} {reply.text[:200]}")
             if time.monotonic() > deadline:

@@ -345,7 +345,9 @@ def blows_that_landed() -> tuple[ChaosLog, LoadFigures, Reading]:
     )
     log.provider_mishaps.update(["hung", "dropped reply"])
     figures = LoadFigures()
-    figures.unavailable.append(("order-api", 1009.0))
+    figures.unavailable.append(("order-api", 1009.0, 1009.1))
+    # Sent a moment before the stop, answered once the database was gone.
+    figures.unavailable.append(("order-api", 997.0, 1002.0))
     return log, figures, reading
 
 
@@ -390,9 +392,17 @@ def test_a_freeze_the_outbox_did_not_feel_is_caught() -> None:
     blows_broken("the outbox grew while the broker was frozen, then drained", log, figures, reading)
 
 
+def test_a_503_to_a_request_sent_after_postgres_was_long_back_is_caught() -> None:
+    log, figures, reading = blows_that_landed()
+    figures.unavailable.append(("order-api", 1030.0, 1030.1))
+    blows_broken(
+        "a 503 only while Postgres was away (a moment after it too)", log, figures, reading
+    )
+
+
 def test_a_503_while_postgres_was_up_is_caught() -> None:
     log, figures, reading = blows_that_landed()
-    figures.unavailable.append(("payment-api", 900.0))
+    figures.unavailable.append(("payment-api", 900.0, 900.2))
     blows_broken(
         "a 503 only while Postgres was away (a moment after it too)", log, figures, reading
     )
@@ -514,10 +524,9 @@ def test_a_second_copy_put_off_while_the_first_sends_leaves_that_send_open(tmp_p
     assert open_sends(LogSlice(log, 0), blow_at) == {f"{CONFIRMATION}.{ORDER}"}
 
 
-async def test_a_503_is_dated_when_its_request_left_not_when_the_answer_was_read() -> None:
-    # The load's client may read an answer late (its event loop busy, its pool queued):
-    # a 503 answered while Postgres was away and read after it came back is still one of
-    # the outage's, so it is dated by its request.
+async def test_a_503_is_kept_with_when_its_request_left_and_when_its_answer_was_read() -> None:
+    # The answer came somewhere between the two: read late (the client busy), or sent a
+    # moment before the database stopped and answered once it was gone.
     load = Load(OpsSettings.model_construct(), [], rate=1.0)
     answers = iter([httpx.Response(503, headers={"retry-after": "1"}), httpx.Response(201)])
 
@@ -527,6 +536,7 @@ async def test_a_503_is_dated_when_its_request_left_not_when_the_answer_was_read
 
     before = time.time()
     await load._until_answered("order-api", slow_send)
-    [(api, at)] = load.figures.unavailable
+    [(api, sent_at, read_at)] = load.figures.unavailable
     assert api == "order-api"
-    assert at < before + 0.1
+    assert before <= sent_at < before + 0.1
+    assert read_at >= sent_at + 0.3
