@@ -41,12 +41,14 @@ class Breakers:
                     await breaker.unreachable(probe=probe)
                     if breaker.state is BreakerState.CLOSED:
                         raise  # below the threshold: an ordinary failed try
-                    log.info(
+                    # A failed try, though it spends no attempt: a warning, as any other.
+                    log.warning(
                         "provider away; the message waits for its breaker",
                         provider=breaker.provider,
                         group=handling.group,
                         subscriber=subscriber.name,
                         event_id=str(envelope.event_id),
+                        error=str(error),
                     )
                     continue
                 except BaseException:
