@@ -94,9 +94,11 @@ def _email_of(line: dict[str, Any]) -> str | None:
 
 def open_sends(life: LogSlice, at: float, *, failures_from: float | None = None) -> set[str]:
     """The e-mails the log shows being sent at ``at``: a "sending e-mail" line before it
-    with neither an outcome of the send nor a failure of its delivery between (a failure
-    from ``failures_from`` on is the blow's doing, and leaves the send open)."""
+    with neither an outcome of the send nor a failure of its delivery between. A failure
+    from ``failures_from`` on is the blow's doing: it cuts the send, which stays cut
+    whatever a later try of the same e-mail does before ``at``."""
     sending: dict[str, str] = {}  # e-mail → the event whose delivery is sending it
+    cut: set[str] = set()
     for line in _lines(life):
         when = _when(line)
         if when is not None and when > at:
@@ -110,12 +112,14 @@ def open_sends(life: LogSlice, at: float, *, failures_from: float | None = None)
             line.get("level") in {"warning", "error"}
             and "event_id" in line
             and PUT_OFF not in str(line.get("error", ""))
-            and (failures_from is None or when is None or when < failures_from)
         ):
-            # The delivery failed (a retry, a dead letter): its send, if any, did not go.
             failed = str(line["event_id"])
+            by_the_blow = failures_from is not None and (when is None or when >= failures_from)
+            if by_the_blow:
+                cut.update(e for e, d in sending.items() if d == failed)
+            # The delivery failed (a retry, a dead letter): its send, if any, did not go.
             sending = {e: d for e, d in sending.items() if d != failed}
-    return set(sending)
+    return set(sending) | cut
 
 
 def evidence(site: BlowSite) -> SendBlow:

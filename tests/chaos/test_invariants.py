@@ -508,6 +508,29 @@ def test_a_send_logged_after_the_database_stopped_is_open_at_its_restart(tmp_pat
     assert evidence(site).open_sends == frozenset({f"{CONFIRMATION}.{ORDER}"})
 
 
+def test_a_send_the_restart_cut_stays_cut_when_sent_again_before_the_restart_is_noted(
+    tmp_path: Path,
+) -> None:
+    # The database came back at 01:00:07 and the e-mail went again at 01:00:08, before the
+    # chaos monkey, busy, noted the return (01:00:10): the second send's outcome does not
+    # close the first one, which the restart cut.
+    log = tmp_path / "notification-worker-1.log"
+    lines = [
+        log_line("sending e-mail", "04", order_id=ORDER, kind=CONFIRMATION, event_id="e1"),
+        json.dumps({"event": "what the handler needs is away; trying again in place",
+                    "level": "warning", "event_id": "e1", "timestamp": "2026-12-05T01:00:05Z",
+                    "error": "the underlying connection is closed"}),
+        log_line("sending e-mail", "08", order_id=ORDER, kind=CONFIRMATION, event_id="e1"),
+        log_line("e-mail sent", "08", order_id=ORDER, kind=CONFIRMATION, event_id="e1"),
+    ]  # fmt: skip
+    log.write_text("\n".join(lines) + "\n")
+    stopping = datetime.fromisoformat("2026-12-05T01:00:01Z").timestamp()
+    noted_back = datetime.fromisoformat("2026-12-05T01:00:10Z").timestamp()
+    site = database_restart(stopping, noted_back, (LogSlice(log, 0),))
+
+    assert evidence(site).open_sends == frozenset({f"{CONFIRMATION}.{ORDER}"})
+
+
 def test_a_second_copy_put_off_while_the_first_sends_leaves_that_send_open(tmp_path: Path) -> None:
     # Two deliveries of one event on one worker: the second finds the e-mail held and is put
     # off (SendingElsewhere), which says nothing of the first one's send.
