@@ -42,7 +42,7 @@ async def test_a_worker_limited_to_the_providers_quota_never_exceeds_it_and_keep
     notification_settings: NotificationSettings, bus: Any, order_event: Any, smtp_sink: SmtpSink
 ) -> None:
     rate = await send(
-        limited_to(notification_settings, QUOTA), bus, order_event, smtp_sink, orders=120
+        limited_to(notification_settings, QUOTA), bus, order_event, smtp_sink, orders=60
     )
     print(f"\nquota {QUOTA:g}/s: sent at {rate:.1f}/s, {smtp_sink.over_quota} over the quota")
     assert smtp_sink.over_quota == 0
@@ -52,5 +52,5 @@ async def test_a_worker_limited_to_the_providers_quota_never_exceeds_it_and_keep
 async def test_an_unlimited_worker_goes_beyond_the_quota_so_the_sink_can_tell(
     notification_settings: NotificationSettings, bus: Any, order_event: Any, smtp_sink: SmtpSink
 ) -> None:
-    await send(limited_to(notification_settings, None), bus, order_event, smtp_sink, orders=60)
+    await send(limited_to(notification_settings, None), bus, order_event, smtp_sink, orders=40)
     assert smtp_sink.over_quota > 0
