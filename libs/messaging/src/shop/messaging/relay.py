@@ -277,6 +277,8 @@ class Relay:
         ``stop_timeout`` at most for it, then raise :class:`_StoppedWaiting`: a broker
         that does not answer must not hold the stop (and the lock) for its whole publish
         timeout."""
+        if batch.publishing.done():
+            return  # the usual case by now: no task to watch the stop with
         stopping = asyncio.create_task(self._stopping.wait())
         try:
             await asyncio.wait({batch.publishing, stopping}, return_when=asyncio.FIRST_COMPLETED)
