@@ -207,12 +207,21 @@ class Relay:
                 )
                 rows = _behind(in_flight, claimed)
                 batch = self._start_publishing(rows) if rows else None
-                try:
-                    settled = in_flight is None or await self._settle(connection, in_flight)
-                except BaseException:
-                    if batch is not None:
-                        await batch.abandon()
-                    raise
+                settled = True
+                if in_flight is not None:
+                    try:
+                        failed = await self._outcome(in_flight)
+                        if not failed and batch is None and claimed:
+                            # Every row claimed waited on the batch just acknowledged, the
+                            # first one's key being in it: they go now, without a second
+                            # read, and on their way while that batch is marked.
+                            rows = list(claimed)
+                            batch = self._start_publishing(rows)
+                        settled = await self._mark(connection, in_flight, failed)
+                    except BaseException:
+                        if batch is not None:
+                            await batch.abandon()
+                        raise
                 if not settled:
                     in_flight = None
                     if batch is not None:
@@ -227,7 +236,7 @@ class Relay:
             if in_flight is not None:
                 # A stop lets the batch on its way finish and marks it: abandoned, it would
                 # go out again from the next leader, a duplicate on every deploy.
-                await self._settle(connection, in_flight)
+                await self._mark(connection, in_flight, await self._outcome(in_flight))
                 in_flight = None
             return "stopping"
         except _StoppedWaiting:
@@ -249,8 +258,8 @@ class Relay:
         ) as outgoing:
             await self.transport.publish(outgoing)
 
-    async def _settle(self, connection: asyncpg.Connection, batch: _Batch) -> bool:
-        """Wait for ``batch``'s publication and mark what went out; False if some did not."""
+    async def _outcome(self, batch: _Batch) -> set[int]:
+        """Wait for ``batch``'s publication; the indexes of its messages not published."""
         await self._acknowledged(batch)
         try:
             await batch.publishing
@@ -265,6 +274,12 @@ class Relay:
                 error=repr(error),
                 retry_in=self._backoff,
             )
+            return failed
+        return set()
+
+    async def _mark(self, connection: asyncpg.Connection, batch: _Batch, failed: set[int]) -> bool:
+        """Mark what went out of ``batch``; False if some did not."""
+        if failed:
             sent = _sent_in_key_order(batch.messages, failed)
             await self._mark_sent(connection, batch.rows, sent)
             return False
