@@ -42,6 +42,7 @@ from shop.messaging.transports.kafka import (
     delay_seconds,
     group_id,
 )
+from shop.messaging.transports.kafka.wire import PUBLISHER_HEADERS, decode_headers
 
 GROUP = "order-service"
 SESSION_TIMEOUT_MS = 3_000
@@ -182,6 +183,26 @@ async def test_declare_creates_the_delay_and_dead_letter_topics_of_the_group(
     assert delay_seconds(router) == [0.0, 2.0, 4.0, 8.0]
     wanted = [naming.delay_topic(GROUP, s) for s in (0, 2, 4, 8)] + [naming.dead_letters(GROUP)]
     assert await partition_counts(kafka_cluster, wanted) == dict.fromkeys(wanted, 2)
+
+
+async def test_records_carry_the_producers_headers_and_faststreams_two_which_reading_drops(
+    kafka_cluster: KafkaCluster, unique_name: str
+) -> None:
+    # Publishing goes through FastStream's own publish, which adds headers of its own: an
+    # upgrade that adds another would put it in every retry and dead letter, so it fails
+    # here first.
+    naming = Naming(unique_name)
+    message = order_created(naming, "order-1")
+
+    async with started(kafka_settings(kafka_cluster, partitions=1), naming) as transport:
+        await transport.publish([message])
+
+    [(_, body, headers)] = await read_all(kafka_cluster, message.topic, 1)
+    assert body == message.body
+    added = {name: value for name, value in headers.items() if name not in message.headers}
+    assert set(added) == PUBLISHER_HEADERS
+    assert added == {"content-type": "", "correlation_id": message.headers[h.CORRELATION_ID]}
+    assert decode_headers([(k, v.encode()) for k, v in headers.items()]) == message.headers
 
 
 async def test_publish_keeps_the_order_of_each_key_across_partitions(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from aiokafka.structs import RecordMetadata
 from faststream.kafka import KafkaBroker
 
 from shop.contracts import ALL_CONTRACTS
@@ -65,7 +66,7 @@ class KafkaTransport:
         await self._client.create_topics(topics_of(self.naming, pipeline.router))
 
     async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
-        enqueued: list[tuple[int, asyncio.Future[object]]] = []
+        enqueued: list[tuple[int, asyncio.Future[RecordMetadata]]] = []
         errors: dict[int, BaseException] = {}
         async with self._handing_over:
             for index, message in enumerate(messages):

@@ -9,9 +9,10 @@ time, origin) travels in headers, because a delay topic is read like any other t
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 
 import structlog
 
@@ -48,13 +49,19 @@ def decode_key(key: bytes | None) -> str | None:
     return None if key is None else key.decode("utf-8", errors="replace")
 
 
-def encode_headers(headers: Mapping[str, str]) -> list[tuple[str, bytes]]:
-    return [(name, value.encode()) for name, value in headers.items()]
+PUBLISHER_HEADERS: Final = frozenset({"content-type", "correlation_id"})
+"""Headers FastStream's publish adds to every record: the transport's, not the message's
+(the shop's correlation id travels in its own header, which FastStream's copies)."""
 
 
 def decode_headers(raw: Iterable[tuple[str, bytes | None]] | None) -> dict[str, str]:
-    # Replacing undecodable bytes keeps one foreign header from stopping the consumer.
-    return {name: (value or b"").decode("utf-8", errors="replace") for name, value in (raw or ())}
+    """A record's headers as its producer gave them: FastStream's own left out, and
+    undecodable bytes replaced (so that one foreign header does not stop the consumer)."""
+    return {
+        name: (value or b"").decode("utf-8", errors="replace")
+        for name, value in (raw or ())
+        if name not in PUBLISHER_HEADERS
+    }
 
 
 def retry_headers(delivery: Delivery, outcome: Retry) -> dict[str, str]:
