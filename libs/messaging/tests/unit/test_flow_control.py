@@ -11,6 +11,7 @@ from shop.messaging.breaker import (
     BreakerSettings,
     BreakerState,
     CircuitBreaker,
+    calling_provider,
     provider_answered,
 )
 from shop.messaging.errors import ProviderUnavailable
@@ -18,7 +19,7 @@ from shop.messaging.message import Delivery
 from shop.messaging.metrics import Metrics
 from shop.messaging.outcome import Ack, DeadLetter, Retry
 from shop.messaging.pipeline import Pipeline
-from shop.messaging.rate_limit import TokenBucket
+from shop.messaging.rate_limit import SLOW_DOWN, SLOWEST, TokenBucket
 
 SETTINGS = BreakerSettings(threshold=3, pause=0.1, longest_pause=0.4)
 
@@ -195,4 +196,118 @@ async def test_a_handler_that_reached_the_provider_closes_the_breaker() -> None:
         await smtp.unreachable(probe=False)
     pipeline = Pipeline(router, time_scale=0.01, breakers={"smtp": smtp})
     assert await asyncio.wait_for(pipeline.process(delivery(1)), 1) == Ack()
+    assert smtp.state is BreakerState.CLOSED
+
+
+async def test_a_provider_that_says_when_to_come_back_holds_its_messages_that_long_at_once() -> (
+    None
+):
+    # A 429 or a 503 with Retry-After: no need to fail the threshold's tries first, nor to
+    # spend this message's only attempt.
+    loop = asyncio.get_running_loop()
+    calls: list[float] = []
+
+    async def ask(event: OrderCreated, ctx: MessageContext) -> None:
+        calls.append(loop.time())
+        if len(calls) == 1:
+            raise ProviderUnavailable("gateway", "answered 429", retry_after=0.3)
+        provider_answered()
+
+    router = Router("payment-service")
+    router.subscriber(OrderCreated, transactional=False, max_attempts=1, provider="gateway")(ask)
+    transitions: list[BreakerState] = []
+    gateway = CircuitBreaker(
+        "gateway", SETTINGS, on_transition=lambda _, state: transitions.append(state)
+    )
+    pipeline = Pipeline(router, time_scale=0.01, breakers={"gateway": gateway})
+    assert await asyncio.wait_for(pipeline.process(delivery(1)), 2) == Ack()
+    assert calls[1] - calls[0] >= 0.29
+    assert transitions == [BreakerState.OPEN, BreakerState.HALF_OPEN, BreakerState.CLOSED]
+
+
+async def test_a_retry_after_longer_than_the_ceiling_is_cut_to_it() -> None:
+    smtp = CircuitBreaker("smtp", BreakerSettings(threshold=3, pause=0.1, longest_retry_after=0.2))
+    await smtp.told_to_wait(3600)
+    assert smtp.state is BreakerState.OPEN
+    assert await asyncio.wait_for(smtp.admit(), 1) is True  # the probe, 0.2 s on
+
+
+async def test_too_fast_halves_the_rate_which_climbs_back_with_each_call_taken() -> None:
+    refusals = 1
+
+    async def send(event: OrderCreated, ctx: MessageContext) -> None:
+        nonlocal refusals
+        if refusals:
+            refusals -= 1
+            raise ProviderUnavailable("smtp", "451 4.7.0 slow down", too_fast=True)
+        provider_answered()
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False, provider="smtp")(send)
+    smtp = breaker()
+    bucket = TokenBucket(rate=2000)
+    pipeline = Pipeline(
+        router, time_scale=0.01, breakers={"smtp": smtp}, rate_limits={"smtp": bucket}
+    )
+    assert isinstance(await pipeline.process(delivery(1)), Retry)  # an ordinary failed try
+    assert bucket.rate == 2000 * SLOW_DOWN
+    # The provider answered: it is there, the shop was too fast. No step to the breaker,
+    # however many, down to the floor.
+    while bucket.rate > bucket.floor:
+        refusals = 1
+        assert isinstance(await pipeline.process(delivery(1)), Retry)
+    assert smtp.state is BreakerState.CLOSED
+    assert bucket.rate == 2000 * SLOWEST
+    for n in range(150):
+        assert await pipeline.process(delivery(n)) == Ack()
+    assert bucket.rate == 2000, "each call taken climbs back a step, up to the limit"
+
+
+async def test_too_fast_with_no_slower_rate_to_go_to_counts_as_the_provider_away() -> None:
+    async def send(event: OrderCreated, ctx: MessageContext) -> None:
+        raise ProviderUnavailable("smtp", "451 4.7.0 slow down", too_fast=True)
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False, provider="smtp")(send)
+    smtp = breaker()
+    pipeline = Pipeline(router, time_scale=0.01, breakers={"smtp": smtp})  # no limit set
+    for _ in range(SETTINGS.threshold - 1):
+        assert isinstance(await pipeline.process(delivery(1)), Retry)
+    waiting = asyncio.create_task(pipeline.process(delivery(1)))
+    await asyncio.sleep(0.05)
+    assert smtp.state is BreakerState.OPEN
+    waiting.cancel()
+    await asyncio.wait([waiting])
+
+
+async def test_a_call_to_the_provider_cut_at_the_timeout_counts_as_the_provider_away() -> None:
+    async def send(event: OrderCreated, ctx: MessageContext) -> None:
+        with calling_provider():
+            await asyncio.sleep(10)  # the provider took the connection and says nothing
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False, provider="smtp", timeout=0.02)(send)
+    smtp = breaker()
+    pipeline = Pipeline(router, time_scale=0.01, breakers={"smtp": smtp})
+    for _ in range(SETTINGS.threshold - 1):
+        assert isinstance(await pipeline.process(delivery(1)), Retry)
+    waiting = asyncio.create_task(pipeline.process(delivery(1)))
+    await asyncio.sleep(0.1)
+    assert smtp.state is BreakerState.OPEN
+    waiting.cancel()
+    await asyncio.wait([waiting])
+
+
+async def test_a_handler_cut_at_the_timeout_before_calling_says_nothing_of_the_provider() -> None:
+    async def send(event: OrderCreated, ctx: MessageContext) -> None:
+        await asyncio.sleep(10)  # its database, say: not the provider's doing
+        with calling_provider():
+            provider_answered()
+
+    router = Router("notification-service")
+    router.subscriber(OrderCreated, transactional=False, provider="smtp", timeout=0.02)(send)
+    smtp = breaker()
+    pipeline = Pipeline(router, time_scale=0.01, breakers={"smtp": smtp})
+    for _ in range(SETTINGS.threshold + 1):
+        assert isinstance(await pipeline.process(delivery(1)), Retry)
     assert smtp.state is BreakerState.CLOSED

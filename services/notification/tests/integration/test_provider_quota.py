@@ -54,3 +54,18 @@ async def test_an_unlimited_worker_goes_beyond_the_quota_so_the_sink_can_tell(
 ) -> None:
     await send(limited_to(notification_settings, None), bus, order_event, smtp_sink, orders=40)
     assert smtp_sink.over_quota > 0
+
+
+async def test_a_worker_limited_above_the_quota_slows_down_to_it_when_told_too_fast(
+    notification_settings: NotificationSettings, bus: Any, order_event: Any, smtp_sink: SmtpSink
+) -> None:
+    # Set four times too high: each refusal ("451 4.7.0 … slow down") slows the worker,
+    # each e-mail taken speeds it up a little; every e-mail goes, a few of them late.
+    orders = 100
+    rate = await send(
+        limited_to(notification_settings, 4 * QUOTA), bus, order_event, smtp_sink, orders=orders
+    )
+    refused = smtp_sink.over_quota
+    print(f"\nlimit {4 * QUOTA:g}/s, quota {QUOTA:g}/s: {rate:.1f}/s, {refused} over the quota")
+    assert refused <= 0.15 * orders
+    assert rate >= 0.6 * QUOTA

@@ -33,3 +33,22 @@ def test_a_refusal_is_told_apart_by_its_codes(
     # five of them in a row must not open the provider's breaker for every e-mail.
     error = aiosmtplib.SMTPResponseException(code, message)
     assert type(about_the_email(error, EMAIL)) is meaning
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "too_fast"),
+    [
+        (451, "4.7.0 sending rate exceeded, slow down", True),
+        (421, "4.7.0 too many connections, slow down", True),
+        (450, "4.7.28 our system has detected an unusual rate", True),
+        (421, "4.3.2 service shutting down", False),
+        (451, "4.3.0 temporary failure, try again later", False),
+        (451, "local error in processing", False),
+    ],
+)
+def test_a_refusal_for_the_senders_rate_says_so(code: int, message: str, too_fast: bool) -> None:
+    # 4.7.x but greylisting's 4.7.1: the provider's policy, in practice its rate. Its
+    # rate limit slows down, instead of the breaker counting the provider away.
+    refusal = about_the_email(aiosmtplib.SMTPResponseException(code, message), EMAIL)
+    assert isinstance(refusal, EmailUnavailable)
+    assert refusal.too_fast is too_fast

@@ -6,7 +6,8 @@ success lets everything go again, its failure doubles the pause (up to a ceiling
 States: closed → open (threshold reached) → half-open (the pause ended; one probe out) →
 closed (the probe reached the provider) or open again (it did not). A probe that ends
 without telling (cancelled, or failed for a reason of its own) leaves the breaker open
-with its pause over, so that the next message probes."""
+with its pause over, so that the next message probes. A provider that says when to come
+back (a 429 or 503 with ``Retry-After``) opens it at once, for that long."""
 
 from __future__ import annotations
 
@@ -41,6 +42,9 @@ class BreakerSettings(BaseModel):
     """The ceiling of the pause, doubled after each failed probe: how late, at most, the
     shop notices a provider that came back (then sends what waited, well within a
     minute)."""
+    longest_retry_after: float = Field(default=600.0, gt=0)
+    """The longest a provider's ``Retry-After`` holds its messages (seconds, not scaled):
+    a provider that asks for a day is asked again after this."""
 
 
 Transition = Callable[[str, BreakerState], None]
@@ -48,12 +52,14 @@ Transition = Callable[[str, BreakerState], None]
 
 
 class Contact:
-    """Whether the call under way reached its provider, as its handler says."""
+    """Whether the call under way reached its provider, as its handler says, and whether
+    it was cut while waiting on the provider."""
 
-    __slots__ = ("answered",)
+    __slots__ = ("answered", "hung")
 
     def __init__(self) -> None:
         self.answered = False
+        self.hung = False
 
 
 _contact: ContextVar[Contact | None] = ContextVar("shop_provider_contact", default=None)
@@ -67,6 +73,26 @@ def provider_answered() -> None:
     contact = _contact.get()
     if contact is not None:
         contact.answered = True
+
+
+def provider_has_answered() -> bool:
+    """Whether the handling under way has said its provider answered."""
+    contact = _contact.get()
+    return contact is not None and contact.answered
+
+
+@contextlib.contextmanager
+def calling_provider() -> Iterator[None]:
+    """Around a handler's call to its provider: cut there (at the handler's timeout), the
+    call counts as the provider not answering, towards its breaker. Cut anywhere else (a
+    slow database, say), it says nothing of the provider."""
+    contact = _contact.get()
+    try:
+        yield
+    except asyncio.CancelledError:
+        if contact is not None:
+            contact.hung = True
+        raise
 
 
 @contextlib.contextmanager
@@ -93,6 +119,7 @@ class CircuitBreaker:
         self.threshold = settings.threshold
         self._first_pause = settings.pause * time_scale
         self._longest_pause = settings.longest_pause * time_scale
+        self._longest_retry_after = settings.longest_retry_after
         self._pause = self._first_pause
         self._on_transition = on_transition
         self.state = BreakerState.CLOSED
@@ -139,6 +166,13 @@ class CircuitBreaker:
                 self._open()
             elif self.state is BreakerState.CLOSED and self._failures >= self.threshold:
                 self._open()
+
+    async def told_to_wait(self, seconds: float) -> None:
+        """The provider said when to ask again (``Retry-After``): open until then (at most
+        ``longest_retry_after``), whatever the count of failures."""
+        async with self._changed:
+            self._probe_at = time.monotonic() + min(max(seconds, 0.0), self._longest_retry_after)
+            self._to(BreakerState.OPEN)
 
     async def untold(self, *, probe: bool) -> None:
         """A call ended without telling whether the provider is there; the probe's next

@@ -60,8 +60,22 @@ class ProviderUnavailable(TransientError):
     """An external provider (the SMTP relay, a gateway's API) did not take the call: it is
     down, refusing for now or not answering. Consecutive ones open the provider's circuit
     breaker (:mod:`shop.messaging.breaker`), which holds its messages in place, their
-    attempts unspent, until a probe finds it back."""
+    attempts unspent, until a probe finds it back.
 
-    def __init__(self, provider: str, reason: str) -> None:
+    ``retry_after``: the provider said when to ask again (a 429 or 503 with
+    ``Retry-After``): its breaker opens at once, for that long. ``too_fast``: it refused
+    for the shop's rate (a 429, an SMTP 4.7.0): its rate limit slows down, and the try
+    counts as an ordinary failure, the provider being there."""
+
+    def __init__(
+        self,
+        provider: str,
+        reason: str,
+        *,
+        retry_after: float | None = None,
+        too_fast: bool = False,
+    ) -> None:
         super().__init__(f"{provider} unavailable: {reason}")
         self.provider = provider
+        self.retry_after = retry_after
+        self.too_fast = too_fast

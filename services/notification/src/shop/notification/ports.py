@@ -51,7 +51,12 @@ EMAIL_PROVIDER: Final = "smtp"
 
 class EmailUnavailable(Exception):
     """The provider could not take the e-mail now (timeout, busy, connection lost, a 4xx
-    deferral): retry, and after a few in a row wait for it (its circuit breaker)."""
+    deferral): retry, and after a few in a row wait for it (its circuit breaker).
+    ``too_fast``: it refused for the sender's rate, and the worker slows down."""
+
+    def __init__(self, reason: str, *, too_fast: bool = False) -> None:
+        super().__init__(reason)
+        self.too_fast = too_fast
 
 
 class EmailSender(Protocol):

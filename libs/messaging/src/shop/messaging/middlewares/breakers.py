@@ -1,7 +1,9 @@
 """Each subscriber that names a provider (``Router.subscriber(provider=...)``) calls it
 through that provider's circuit breaker: while it is open, the message waits here, in its
 slot and with its attempts unspent, instead of failing try after try into a dead letter.
-Only a call its handler says reached the provider (``provider_answered``) closes it.
+Only a call its handler says reached the provider (``provider_answered``) closes it; a
+call cut at the handler's timeout while waiting on the provider (``calling_provider``)
+counts as one that did not reach it, and a provider's ``Retry-After`` opens it at once.
 Inside the outage's retries in place (a database outage is not the provider's) and
 outside the timeout (waiting is not a try)."""
 
@@ -14,6 +16,7 @@ import structlog
 from shop.messaging.breaker import BreakerState, CircuitBreaker, Contact, watching_contact
 from shop.messaging.errors import ProviderUnavailable
 from shop.messaging.middlewares.chain import Handling, Next
+from shop.messaging.middlewares.timeout import HandlerTimedOut
 from shop.messaging.outcome import Outcome
 
 log = structlog.get_logger("shop.messaging")
@@ -34,13 +37,17 @@ class Breakers:
             with watching_contact() as contact:
                 try:
                     outcome = await call_next(handling)
-                except ProviderUnavailable as error:
-                    if error.provider != breaker.provider:
-                        await breaker.untold(probe=probe)
+                except (ProviderUnavailable, HandlerTimedOut) as error:
+                    if not _provider_failed(error, breaker, contact):
+                        await self._told(breaker, contact, probe=probe)
                         raise
-                    await breaker.unreachable(probe=probe)
-                    if breaker.state is BreakerState.CLOSED:
-                        raise  # below the threshold: an ordinary failed try
+                    retry_after = getattr(error, "retry_after", None)
+                    if retry_after is not None:
+                        await breaker.told_to_wait(retry_after)
+                    else:
+                        await breaker.unreachable(probe=probe)
+                        if breaker.state is BreakerState.CLOSED:
+                            raise  # below the threshold: an ordinary failed try
                     # A failed try, though it spends no attempt: a warning, as any other.
                     log.warning(
                         "provider away; the message waits for its breaker",
@@ -49,6 +56,7 @@ class Breakers:
                         subscriber=subscriber.name,
                         event_id=str(envelope.event_id),
                         error=str(error),
+                        retry_after=retry_after,
                     )
                     continue
                 except BaseException:
@@ -65,3 +73,11 @@ class Breakers:
             await breaker.reached()
         else:
             await breaker.untold(probe=probe)
+
+
+def _provider_failed(error: Exception, breaker: CircuitBreaker, contact: Contact) -> bool:
+    """Whether ``error`` says the breaker's provider failed to answer: it was unavailable,
+    or the handler was cut at its timeout while waiting on it."""
+    if isinstance(error, ProviderUnavailable):
+        return error.provider == breaker.provider
+    return contact.hung and not contact.answered

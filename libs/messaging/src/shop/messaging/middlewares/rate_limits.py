@@ -1,14 +1,24 @@
 """Each subscriber that names a provider calls it no faster than that provider's limit
 (``MessagingSettings.rate_limits``), each try taking its turn: inside the breaker (a
-message waiting for it takes no turn) and outside the timeout (waiting is not a try)."""
+message waiting for it takes no turn) and outside the timeout (waiting is not a try).
+
+A refusal for going too fast slows the provider's bucket down and counts as an ordinary
+failed try, the provider being there; once the bucket is as slow as it goes, such a
+refusal counts towards the breaker like any other."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+import structlog
+
+from shop.messaging.breaker import provider_answered, provider_has_answered
+from shop.messaging.errors import ProviderUnavailable, TransientError
 from shop.messaging.middlewares.chain import Handling, Next
 from shop.messaging.outcome import Outcome
 from shop.messaging.rate_limit import TokenBucket
+
+log = structlog.get_logger("shop.messaging")
 
 
 class RateLimits:
@@ -19,6 +29,25 @@ class RateLimits:
     async def __call__(self, handling: Handling, call_next: Next) -> Outcome:
         subscriber, _ = handling.routed()
         bucket = self.buckets.get(subscriber.provider) if subscriber.provider else None
-        if bucket is not None:
-            await bucket.take()
-        return await call_next(handling)
+        if bucket is None:
+            return await call_next(handling)
+        await bucket.take()
+        try:
+            outcome = await call_next(handling)
+        except ProviderUnavailable as error:
+            if not error.too_fast or error.provider != subscriber.provider:
+                raise
+            if not bucket.slow_down():
+                raise
+            log.warning(
+                "provider says the shop calls too fast; slowing down",
+                provider=error.provider,
+                group=handling.group,
+                rate=round(bucket.rate, 3),
+                error=str(error),
+            )
+            provider_answered()  # it is there: the breaker counts no failure
+            raise TransientError(str(error)) from error
+        if provider_has_answered():
+            bucket.speed_up()
+        return outcome

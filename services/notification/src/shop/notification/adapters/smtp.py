@@ -82,7 +82,11 @@ def about_the_email(error: aiosmtplib.SMTPResponseException, email: Email) -> Ex
         about_the_recipient = subject in {"1", "2"} or (subject, detail) == ("7", "1")
     if about_the_recipient:
         return EmailDeferred(f"the provider put off the e-mail to {email.to}: {reply}")
-    return EmailUnavailable(f"the provider deferred the e-mail to {email.to}: {reply}")
+    # 4.7.x (greylisting's 4.7.1 aside) is the provider's policy: in practice its rate.
+    too_fast = enhanced is not None and enhanced.group(2) == "7"
+    return EmailUnavailable(
+        f"the provider deferred the e-mail to {email.to}: {reply}", too_fast=too_fast
+    )
 
 
 def deliverable_address(address: str) -> str:

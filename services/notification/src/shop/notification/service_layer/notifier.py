@@ -20,7 +20,7 @@ from typing import Any
 from shop.contracts import OrderCancelled, OrderCreated, OrderPaid, OrderPaymentReversed
 from shop.contracts.orders import OrderFacts
 from shop.messaging import MessageContext, PermanentError, ProviderUnavailable, TransientError
-from shop.messaging.breaker import provider_answered
+from shop.messaging.breaker import calling_provider, provider_answered
 from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.kinds import NotificationKey, NotificationKind
 from shop.notification.domain.rendering import EmailRenderer, RenderedEmail
@@ -154,7 +154,8 @@ class Notifier:
             raise PermanentError(f"cannot write the {kind.value} e-mail: {error}") from error
         log.info("sending e-mail", to=email.to, attempt=ctx.attempt)
         try:
-            await self.sender.send(email)
+            with calling_provider():
+                await self.sender.send(email)
         except EmailRejected as error:
             provider_answered()  # it is there: it refused this e-mail alone
             raise PermanentError(str(error)) from error
@@ -162,7 +163,9 @@ class Notifier:
             provider_answered()  # it is there: it put off this e-mail alone
             raise TransientError(str(error)) from error
         except EmailUnavailable as error:
-            raise ProviderUnavailable(EMAIL_PROVIDER, str(error)) from error
+            raise ProviderUnavailable(
+                EMAIL_PROVIDER, str(error), too_fast=error.too_fast
+            ) from error
         provider_answered()
         marked = await record.mark_sent(
             key,

@@ -30,7 +30,16 @@ class NotificationNotKept(DomainError):
 
 class GatewayUnavailable(Exception):
     """The gateway's API could not be asked or did not answer usefully (a timeout, a refused
-    connection, a 5xx, a 429): nothing is known, so nothing is decided; retried."""
+    connection, a 5xx, a 429): nothing is known, so nothing is decided; retried.
+    ``retry_after``: the gateway said when to ask again (seconds); ``too_fast``: it said
+    the shop asks too often (a 429)."""
+
+    def __init__(
+        self, reason: str, *, retry_after: float | None = None, too_fast: bool = False
+    ) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+        self.too_fast = too_fast
 
 
 class GatewayRefused(DomainError):
