@@ -21,7 +21,8 @@ from shop.messaging.settings import KafkaSettings
 from shop.messaging.subscriber import Router
 from shop.messaging.transports.base import ConsumerOptions
 from shop.messaging.transports.kafka import KafkaConsumer
-from shop.messaging.transports.kafka.client import KafkaClient, _StructlogForFastStream
+from shop.messaging.transports.kafka.client import KafkaClient
+from shop.messaging.transports.kafka.underneath import FastStreamLog
 
 
 @dataclass(eq=False)
@@ -30,7 +31,7 @@ class Subscriber:
 
 
 async def test_a_kafka_error_logged_from_a_subscribers_task_reaches_its_consumer() -> None:
-    logger = _StructlogForFastStream()
+    logger = FastStreamLog()
     heard: dict[str, list[Exception]] = {"mine": [], "other": []}
     mine, other = Subscriber(), Subscriber()
     logger.watch(mine, heard["mine"].append)

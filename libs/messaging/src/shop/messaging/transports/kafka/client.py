@@ -1,8 +1,8 @@
 """Every call this package makes to Kafka, behind typed methods: FastStream's
 :class:`~faststream.kafka.KafkaBroker` owns the connections (producer, admin client,
 consumers), publishes retries and dead letters, and runs each consumer group as one of its
-subscribers; the aiokafka objects underneath it are used only where FastStream has no way
-to say what the transport needs, each such place with a comment saying why.
+subscribers; the aiokafka objects underneath it are reached only where FastStream has no
+way to say what the transport needs, all through :mod:`.underneath`, which says why.
 
 What leaves this module is typed: partitions as ``(topic, number)`` tuples and records as
 :class:`~shop.messaging.transports.kafka.wire.KafkaRecord`, so that nothing else in the
@@ -25,12 +25,19 @@ from aiokafka.structs import RecordMetadata
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, Topic
 from faststream.kafka.annotations import KafkaMessage
-from faststream.kafka.message import FAKE_CONSUMER
-from faststream.kafka.message import KafkaMessage as ParsedMessage
 
 from shop.messaging import headers as h
 from shop.messaging.errors import MessageTooLarge, MessagingError
 from shop.messaging.settings import KafkaSettings
+from shop.messaging.transports.kafka.underneath import (
+    FastStreamLog,
+    FetchFailed,
+    admin_client,
+    body_as_is,
+    group_consumer,
+    one_off_consumer,
+    record_as_it_came,
+)
 from shop.messaging.transports.kafka.wire import (
     KafkaRecord,
     decode_headers,
@@ -56,7 +63,6 @@ _NOT_STARTED: Final = "the Kafka transport is not started"
 Partition = tuple[str, int]
 """(topic, partition), typed, where aiokafka's ``TopicPartition`` would be untyped."""
 Receive = Callable[[KafkaRecord], Awaitable[None]]
-FetchFailed = Callable[[KafkaError], None]
 _Revoked = Callable[[set[Partition]], Awaitable[None]]
 _Assigned = Callable[[set[Partition]], None]
 
@@ -87,69 +93,18 @@ def _too_large(topic: str, body: bytes, error: BaseException) -> MessageTooLarge
     return MessageTooLarge(f"{len(body)} bytes is too large for {topic}: {error}")
 
 
-class _StructlogForFastStream:
-    """FastStream's log lines (its consume loop's errors, its rebalances) in the workers'
-    JSON logs, instead of a text format of its own on the same stdout.
-
-    It is also how a consumer hears of a failing fetch: FastStream's consume loop logs a
-    ``KafkaError`` (from the subscriber's own task, with no word of which subscriber),
-    sleeps and fetches again, forever, and says so nowhere else.
-    """
-
-    def __init__(self) -> None:
-        self._log = structlog.get_logger("faststream")
-        self._fetch_failed: dict[Any, FetchFailed] = {}
-
-    def watch(self, subscriber: Any, fetch_failed: FetchFailed) -> None:
-        """Tell ``fetch_failed`` of each ``KafkaError`` that ``subscriber``'s tasks log."""
-        self._fetch_failed[subscriber] = fetch_failed
-
-    def log(
-        self,
-        level: int,
-        msg: Any,
-        /,
-        *,
-        exc_info: Any = None,
-        extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        self._log.log(level, str(msg), exc_info=exc_info, **dict(extra or {}))
-        if not isinstance(exc_info, KafkaError):
-            return
-        task = asyncio.current_task()
-        for subscriber, fetch_failed in self._fetch_failed.items():
-            if task in getattr(subscriber, "tasks", ()):
-                fetch_failed(exc_info)
-
-
-async def _parse(raw: Any) -> ParsedMessage:
-    # FastStream's parser decodes header values strictly: a null or non-UTF-8 value
-    # raises, and its consume loop then skips the record, which a later commit passes.
-    # The consumer reads the record itself (``wire.decode_headers`` replaces what it
-    # cannot decode), so the message carries the record as it came.
-    return ParsedMessage(
-        raw_message=raw,
-        body=raw.value or b"",
-        message_id=f"{raw.offset}-{raw.timestamp}",
-        consumer=FAKE_CONSUMER,  # never acknowledged: offsets are committed explicitly
-    )
-
-
-async def _undecoded(message: ParsedMessage) -> bytes:
-    # FastStream's decoder would parse every body as JSON (and raise on one that is not,
-    # under a JSON content type); the pipeline decodes against the contract itself.
-    body: bytes = message.body
-    return body
-
-
 class KafkaClient:
     """One FastStream broker for one transport: started and stopped together, and the
     consumer-group members made from it."""
 
-    def __init__(self, settings: KafkaSettings) -> None:
+    def __init__(self, settings: KafkaSettings, *, broker: KafkaBroker | None = None) -> None:
+        """``broker``: one made already, started and stopped by this client all the same
+        (FastStream's ``TestKafkaBroker`` patches one for tests in memory); by default,
+        one made from ``settings``."""
         self._settings = settings
+        self._given = broker
         self._broker: KafkaBroker | None = None
-        self._log = _StructlogForFastStream()
+        self._log = FastStreamLog()
 
     @property
     def started(self) -> bool:
@@ -163,6 +118,10 @@ class KafkaClient:
 
     async def start(self) -> None:
         """Connect the broker's producer and admin client."""
+        if self._given is not None:
+            await self._given.start()
+            self._broker = self._given
+            return
         idempotent = await _idempotence_accepted(self._settings)
         if not idempotent:
             # The broker refused a producer id (Tansu does): without idempotence a
@@ -190,7 +149,7 @@ class KafkaClient:
     ) -> asyncio.Future[RecordMetadata]:
         """Hand one record to the producer's batch; the future settles when it is written."""
         try:
-            return await self.broker.publish(
+            sent: asyncio.Future[RecordMetadata] | None = await self.broker.publish(
                 body,
                 topic,
                 key=encode_key(key),
@@ -198,6 +157,10 @@ class KafkaClient:
                 correlation_id=headers.get(h.CORRELATION_ID),
                 no_confirm=True,
             )
+            if sent is None:  # a broker in memory (TestKafkaBroker) delivered it at once
+                sent = asyncio.get_running_loop().create_future()
+                sent.set_result(RecordMetadata(topic, 0, TopicPartition(topic, 0), -1, -1, 0, -1))
+            return sent
         except MessageSizeTooLargeError as error:
             raise _too_large(topic, body, error) from error
 
@@ -246,9 +209,7 @@ class KafkaClient:
         return sorted(int(p["partition"]) for d in described for p in d["partitions"])
 
     def _admin(self) -> Any:
-        # FastStream's admin service only creates topics; listing and describing them
-        # goes to the aiokafka admin client it holds.
-        return self.broker.config.admin_client
+        return admin_client(self.broker)
 
     async def read_topic(self, topic: str) -> list[KafkaRecord]:
         """Every record of ``topic`` from its beginning to its current end, read outside
@@ -256,16 +217,7 @@ class KafkaClient:
         partitions = await self.partitions(topic)
         if not partitions:
             return []
-        # A one-off read to the end is no subscription: a consumer from the broker's own
-        # builder (its connection settings), driven by hand, since reading up to the high
-        # watermark needs positions that FastStream does not expose.
-        builder: Any = self.broker.config.builder
-        kafka = builder(
-            group_id=None,
-            client_id=self._settings.client_id,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-        )
+        kafka = one_off_consumer(self.broker, client_id=self._settings.client_id)
         try:
             await kafka.start()
             tps = [TopicPartition(topic, p) for p in partitions]
@@ -321,7 +273,7 @@ async def _idempotence_accepted(settings: KafkaSettings) -> bool:
 
 
 async def _started_broker(
-    settings: KafkaSettings, logger: _StructlogForFastStream, *, idempotent: bool
+    settings: KafkaSettings, logger: FastStreamLog, *, idempotent: bool
 ) -> KafkaBroker:
     broker = KafkaBroker(
         settings.bootstrap_servers,
@@ -376,8 +328,8 @@ class GroupMember:
             heartbeat_interval_ms=max(settings.session_timeout_ms // 3, 100),
             max_poll_interval_ms=settings.max_poll_interval_ms,
             listener=_Rebalance(revoked, assigned),
-            parser=_parse,
-            decoder=_undecoded,
+            parser=record_as_it_came,
+            decoder=body_as_is,
             # Made and started while the broker runs, stopped with its consumer.
             persistent=False,
         )
@@ -394,9 +346,7 @@ class GroupMember:
         await self.subscriber.stop()
 
     def _consumer(self) -> Any:
-        # Offsets, pauses and seeks: FastStream's subscriber has no way to say them, so
-        # they go to the aiokafka consumer it runs.
-        return self.subscriber.consumer
+        return group_consumer(self.subscriber)
 
     def owns(self, partition: Partition) -> bool:
         """The group has assigned ``partition`` to this member (and not revoked it)."""
