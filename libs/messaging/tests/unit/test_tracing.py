@@ -293,6 +293,26 @@ async def test_the_relay_sends_each_message_in_a_producer_span_child_of_its_row(
     assert refused.status.status_code == StatusCode.ERROR
 
 
+async def test_a_traces_vendor_state_travels_beside_its_traceparent() -> None:
+    """W3C ``tracestate``, as a caller may send it with its ``traceparent``: written in the
+    row beside it, and sent on by the relay's span, which keeps its parent's state."""
+    spans = recording_spans()
+    session = RecordingSession()
+    with in_trace(INCOMING, tracestate="vendor=opaque"):
+        await add(session, examples.examples()[OrderCreated], key="o")  # type: ignore[arg-type]
+    [row] = [json.loads(parameters["headers"]) for parameters in session.executed]
+    assert (row[h.TRACEPARENT], row[h.TRACESTATE]) == (INCOMING, "vendor=opaque")
+
+    message = dataclasses.replace(
+        outgoing(wrap(examples.examples()[OrderCreated], key="o")), headers=row
+    )
+    with publishing([message], system="kafka", relay="outbox") as sent:
+        pass
+    [send] = spans.get_finished_spans()
+    assert sent[0].headers[h.TRACEPARENT] == traceparent_of(send)
+    assert sent[0].headers[h.TRACESTATE] == "vendor=opaque"
+
+
 async def test_log_lines_carry_the_trace_and_span_of_the_handler() -> None:
     recording_spans()
     configure_logging(json=True)

@@ -76,11 +76,14 @@ def outgoing(envelope: Envelope[Any], *, naming: Naming = UNSCOPED) -> OutgoingM
 
 
 @contextmanager
-def in_trace(traceparent: str) -> Iterator[None]:
+def in_trace(traceparent: str, *, tracestate: str | None = None) -> Iterator[None]:
     """Run the block in the trace ``traceparent`` names, as a process runs a handler of a
-    message that came with it: what the block adds to the outbox, or makes
-    :func:`outgoing`, carries that trace on in its ``traceparent`` header."""
-    token = context.attach(propagation.extract({h.TRACEPARENT: traceparent}))
+    message that came with it (and with ``tracestate``, if given): what the block adds to
+    the outbox, or makes :func:`outgoing`, carries that trace on in its headers."""
+    incoming = {h.TRACEPARENT: traceparent}
+    if tracestate is not None:
+        incoming[h.TRACESTATE] = tracestate
+    token = context.attach(propagation.extract(incoming))
     try:
         yield
     finally:
