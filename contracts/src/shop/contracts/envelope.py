@@ -44,6 +44,11 @@ class Envelope(BaseModel, Generic[PayloadT]):
     key: AggregateKey
     correlation_id: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     causation_id: uuid.UUID | None = None
+    # Deprecated: shop.messaging no longer sets it nor reads it (wrap() still copies a
+    # cause's, which only envelopes of older releases have). A message's trace context
+    # travels in its ``traceparent`` header alone (shop.messaging.tracing). The field stays,
+    # optional, so that the schema stays compatible: removing it would need a new version of
+    # every message, and envelopes of older releases (a backlog, a dead letter) carry it.
     traceparent: Annotated[str, StringConstraints(pattern=TRACEPARENT_PATTERN)] | None = None
     payload: PayloadT
 

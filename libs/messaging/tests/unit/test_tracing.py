@@ -1,6 +1,7 @@
-"""Trace context from span to envelope and back: what ``add()`` stamps, the CONSUMER span of a
-handled message, the relay's PRODUCER spans, the trace ids in the logs, and the ``file``
-exporter read back by ``read_spans``. Spans are kept in memory (``recording_spans``)."""
+"""Trace context from span to message header and back: the ``traceparent`` ``add()`` writes
+in the row's headers, the CONSUMER span of a handled message, the relay's PRODUCER spans,
+the trace ids in the logs, and the choice of exporter. Spans are kept in memory
+(``recording_spans``); the ``file`` exporter is shop.devstack's (its tests/unit/test_spans.py)."""
 
 from __future__ import annotations
 
@@ -14,27 +15,26 @@ import pytest
 import structlog
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import Link, SpanContext, SpanKind, StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 
 from shop.contracts import OrderCreated, OrderPaid, encode, examples, wrap
 from shop.messaging import MessageContext, OutboxItem, PermanentError, Router, add
 from shop.messaging import headers as h
 from shop.messaging.errors import PublishError
 from shop.messaging.logging import add_trace_ids, configure_logging
-from shop.messaging.message import Delivery
+from shop.messaging.message import Delivery, OutgoingMessage
 from shop.messaging.outbox import add_on_connection
 from shop.messaging.pipeline import Pipeline
-from shop.messaging.testing import outgoing, recording_spans, stop_recording_spans
+from shop.messaging.testing import in_trace, outgoing, recording_spans, stop_recording_spans
 from shop.messaging.tracing import (
     MESSAGE_KEY,
+    ExporterNotInstalled,
     TracingSettings,
     configure_tracing,
-    current_traceparent,
-    publishing,
-    read_spans,
+    provider,
     recording,
-    tracer_provider,
 )
+from shop.messaging.tracing.spans import publishing
 
 pytestmark = pytest.mark.unit
 
@@ -50,6 +50,10 @@ class RecordingSession:
 
     async def execute(self, _: object, parameters: dict[str, Any]) -> None:
         self.executed.append(parameters)
+
+    def traceparents(self) -> list[str | None]:
+        """The ``traceparent`` header of each row written."""
+        return [json.loads(row["headers"]).get(h.TRACEPARENT) for row in self.executed]
 
 
 class RecordingConnection:
@@ -74,23 +78,35 @@ def only(spans: list[ReadableSpan], kind: SpanKind) -> ReadableSpan:
     return span
 
 
-def order_created(traceparent: str | None = INCOMING) -> Delivery:
-    envelope = wrap(examples.examples()[OrderCreated], key="order-1", traceparent=traceparent)
-    message = outgoing(envelope)
+def with_traceparent(message: OutgoingMessage, traceparent: str | None) -> OutgoingMessage:
+    """``message`` as a row written in the span ``traceparent`` names (None: outside any)."""
+    headers = {k: v for k, v in message.headers.items() if k != h.TRACEPARENT}
+    if traceparent is not None:
+        headers[h.TRACEPARENT] = traceparent
+    return dataclasses.replace(message, headers=headers)
+
+
+def order_created(
+    traceparent: str | None = INCOMING, *, in_envelope: str | None = None
+) -> Delivery:
+    """An OrderCreated delivery whose ``traceparent`` header is ``traceparent``; its envelope's
+    own, no longer read, field is ``in_envelope``, as a message of an older release had it."""
+    envelope = wrap(examples.examples()[OrderCreated], key="order-1", traceparent=in_envelope)
+    message = with_traceparent(outgoing(envelope), traceparent)
     return Delivery(body=message.body, headers=message.headers, source="order.created")
 
 
-async def test_add_stamps_the_envelope_with_the_current_span() -> None:
+async def test_add_writes_the_current_span_in_the_rows_traceparent_header() -> None:
     recording_spans()
     session = RecordingSession()
     with tracer.start_as_current_span("POST /v1/orders", kind=SpanKind.SERVER) as request:
         envelope = await add(session, examples.examples()[OrderCreated], key="order-1")  # type: ignore[arg-type]
-    assert envelope.traceparent == traceparent_of(request)
-    [row] = session.executed
-    assert json.loads(row["headers"])[h.TRACEPARENT] == envelope.traceparent
+    assert session.traceparents() == [traceparent_of(request)]
+    # One trace context per message: the header, not the envelope.
+    assert envelope.traceparent is None
 
 
-async def test_add_on_connection_stamps_every_envelope_of_the_statement() -> None:
+async def test_add_on_connection_writes_it_in_every_row_of_the_statement() -> None:
     recording_spans()
     connection = RecordingConnection()
     event = examples.examples()[OrderCreated]
@@ -100,31 +116,32 @@ async def test_add_on_connection_stamps_every_envelope_of_the_statement() -> Non
             OutboxItem(event, key="order-1"),
             OutboxItem(event, key="order-1"),
         )
-    assert [e.traceparent for e in envelopes] == [traceparent_of(request)] * 2
+    # Six columns a row, the headers fourth.
+    headers = [json.loads(str(connection.arguments[i])) for i in (3, 9)]
+    assert [row[h.TRACEPARENT] for row in headers] == [traceparent_of(request)] * 2
+    assert [e.traceparent for e in envelopes] == [None, None]
     assert encode(envelopes[1]) in connection.arguments
 
 
-async def test_an_explicit_traceparent_wins_and_none_is_stamped_outside_a_trace() -> None:
+async def test_none_is_written_outside_a_trace_and_the_current_context_inside_one() -> None:
     recording_spans()
     session = RecordingSession()
     event = examples.examples()[OrderCreated]
-    assert current_traceparent() is None
-    outside = await add(session, event, key="o")  # type: ignore[arg-type]
-    assert outside.traceparent is None
-    with tracer.start_as_current_span("request"):
-        given = await add(session, event, key="o", traceparent=INCOMING)  # type: ignore[arg-type]
-    assert given.traceparent == INCOMING
+    await add(session, event, key="o")  # type: ignore[arg-type]
+    with in_trace(INCOMING):
+        await add(session, event, key="o")  # type: ignore[arg-type]
+    assert session.traceparents() == [None, INCOMING]
 
 
-async def test_a_handler_runs_in_a_consumer_span_child_of_the_envelopes_traceparent() -> None:
+async def test_a_handler_runs_in_a_consumer_span_child_of_the_headers_traceparent() -> None:
     spans = recording_spans()
     router = Router("payment-service")
-    published = []
+    outbox = RecordingSession()
 
     @router.subscriber(OrderCreated, transactional=False)
     async def open_payment(event: OrderCreated, ctx: MessageContext) -> None:
         paid = examples.examples()[OrderPaid]
-        published.append(await add(RecordingSession(), paid, key=ctx.envelope.key))  # type: ignore[arg-type]
+        await add(outbox, paid, key=ctx.envelope.key)  # type: ignore[arg-type]
 
     delivery = order_created()
     await Pipeline(router, system="kafka").process(delivery)
@@ -144,34 +161,50 @@ async def test_a_handler_runs_in_a_consumer_span_child_of_the_envelopes_tracepar
     assert attributes["shop.subscriber"] == "payment-service:open_payment"
     assert consumer.status.status_code == StatusCode.UNSET
     # What the handler publishes is a child of the handler's span, in the same trace.
-    [effect] = published
-    assert effect.traceparent == traceparent_of(consumer)
+    assert outbox.traceparents() == [traceparent_of(consumer)]
 
 
-async def test_the_consumer_span_is_a_child_of_the_relays_and_linked_to_the_row() -> None:
+async def test_the_consumer_span_is_a_child_of_the_header_alone_with_no_link() -> None:
+    """An envelope of an older release also carried a traceparent (the row's, where the
+    header was the relay's): it is no longer read, neither as parent nor as link."""
     spans = recording_spans()
-    delivery = order_created()
     sent_by_relay = "00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01"
     await Pipeline(Router("payment-service")).process(
-        dataclasses.replace(delivery, headers={**delivery.headers, h.TRACEPARENT: sent_by_relay})
+        order_created(sent_by_relay, in_envelope=INCOMING)
     )
     consumer = only(list(spans.get_finished_spans()), SpanKind.CONSUMER)
     assert consumer.parent is not None
     assert f"{consumer.parent.span_id:016x}" == sent_by_relay.split("-")[2]
-    [link] = consumer.links
-    assert f"{link.context.span_id:016x}" == INCOMING.split("-")[2]
-
-
-async def test_a_malformed_traceparent_header_falls_back_on_the_envelopes() -> None:
-    spans = recording_spans()
-    delivery = order_created()
-    await Pipeline(Router("payment-service")).process(
-        dataclasses.replace(delivery, headers={**delivery.headers, h.TRACEPARENT: "00-zz"})
-    )
-    consumer = only(list(spans.get_finished_spans()), SpanKind.CONSUMER)
-    assert consumer.parent is not None
-    assert f"{consumer.parent.span_id:016x}" == INCOMING.split("-")[2]
     assert not consumer.links
+
+
+async def test_a_malformed_traceparent_header_starts_a_trace_of_its_own() -> None:
+    spans = recording_spans()
+    await Pipeline(Router("payment-service")).process(order_created("00-zz", in_envelope=INCOMING))
+    consumer = only(list(spans.get_finished_spans()), SpanKind.CONSUMER)
+    assert consumer.parent is None
+    assert consumer.context is not None
+    assert f"{consumer.context.trace_id:032x}" != INCOMING.split("-")[1]
+    assert not consumer.links
+
+
+async def test_an_untraced_process_carries_the_incoming_traceparent_on() -> None:
+    """With no TracerProvider (the ``none`` exporter) there is no span, but the handler runs
+    in the incoming context: its logs and what it adds to the outbox carry that trace."""
+    assert not recording()
+    router = Router("payment-service")
+    outbox = RecordingSession()
+    lines: list[MutableMapping[str, Any]] = []
+
+    @router.subscriber(OrderCreated, transactional=False)
+    async def open_payment(event: OrderCreated, ctx: MessageContext) -> None:
+        lines.append(add_trace_ids(None, "info", {"event": "in the handler"}))
+        await add(outbox, examples.examples()[OrderPaid], key=ctx.envelope.key)  # type: ignore[arg-type]
+
+    await Pipeline(router).process(order_created(INCOMING))
+    assert outbox.traceparents() == [INCOMING]
+    [line] = lines
+    assert (line["trace_id"], line["span_id"]) == tuple(INCOMING.split("-")[1:3])
 
 
 async def test_a_test_that_records_spans_leaves_its_provider_set() -> None:
@@ -228,9 +261,9 @@ async def test_an_undecodable_body_still_gets_a_span_in_the_headers_trace() -> N
 async def test_the_relay_sends_each_message_in_a_producer_span_child_of_its_row() -> None:
     spans = recording_spans()
     event = examples.examples()[OrderCreated]
-    first = outgoing(wrap(event, key="a", traceparent=INCOMING))
+    first = with_traceparent(outgoing(wrap(event, key="a")), INCOMING)
     other = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-    second = outgoing(wrap(event, key="b", traceparent=other))
+    second = with_traceparent(outgoing(wrap(event, key="b")), other)
 
     with (
         pytest.raises(PublishError),
@@ -260,6 +293,26 @@ async def test_the_relay_sends_each_message_in_a_producer_span_child_of_its_row(
     assert refused.status.status_code == StatusCode.ERROR
 
 
+async def test_a_traces_vendor_state_travels_beside_its_traceparent() -> None:
+    """W3C ``tracestate``, as a caller may send it with its ``traceparent``: written in the
+    row beside it, and sent on by the relay's span, which keeps its parent's state."""
+    spans = recording_spans()
+    session = RecordingSession()
+    with in_trace(INCOMING, tracestate="vendor=opaque"):
+        await add(session, examples.examples()[OrderCreated], key="o")  # type: ignore[arg-type]
+    [row] = [json.loads(parameters["headers"]) for parameters in session.executed]
+    assert (row[h.TRACEPARENT], row[h.TRACESTATE]) == (INCOMING, "vendor=opaque")
+
+    message = dataclasses.replace(
+        outgoing(wrap(examples.examples()[OrderCreated], key="o")), headers=row
+    )
+    with publishing([message], system="kafka", relay="outbox") as sent:
+        pass
+    [send] = spans.get_finished_spans()
+    assert sent[0].headers[h.TRACEPARENT] == traceparent_of(send)
+    assert sent[0].headers[h.TRACESTATE] == "vendor=opaque"
+
+
 async def test_log_lines_carry_the_trace_and_span_of_the_handler() -> None:
     recording_spans()
     configure_logging(json=True)
@@ -282,59 +335,18 @@ async def test_log_lines_carry_the_trace_and_span_of_the_handler() -> None:
         assert line["span_id"] != INCOMING.split("-")[2]  # the handler's own span
 
 
-def test_the_file_exporter_writes_spans_that_read_spans_gives_back(tmp_path: Path) -> None:
-    settings = TracingSettings(exporter="file", file_dir=tmp_path)
-    provider = tracer_provider(settings, service_name="order-service", process_kind="api")
-    files = provider.get_tracer("tests")
-    with (
-        files.start_as_current_span("POST /v1/orders", kind=SpanKind.SERVER) as request,
-        files.start_as_current_span("send", attributes={MESSAGE_KEY: "order-7"}),
-    ):
-        pass
-    with files.start_as_current_span("another trace"):
-        pass
-    provider.force_flush()
-    [path] = tmp_path.iterdir()
-    with path.open("a") as file:
-        file.write('{"trace_id": "half a li')  # a line being written while it is read
-
-    spans = read_spans(tmp_path)
-    assert [s.name for s in spans] == ["POST /v1/orders", "send", "another trace"]
-    server, send, _ = spans
-    assert server.trace_id == f"{request.get_span_context().trace_id:032x}"
-    assert (server.kind, server.parent_span_id, server.service) == ("SERVER", None, "order-service")
-    assert (server.process_kind, server.pid) == ("api", spans[0].pid)
-    assert path.name == f"order-service.api.{server.pid}.jsonl"
-    assert send.parent_span_id == server.span_id
-    assert send.attributes == {MESSAGE_KEY: "order-7"}
-    assert server.start <= send.start <= send.end <= server.end
-    assert [s.name for s in read_spans(tmp_path, key="order-7")] == ["POST /v1/orders", "send"]
-    assert [s.name for s in read_spans(tmp_path, trace_id=server.trace_id)] == [
-        "POST /v1/orders",
-        "send",
-    ]
-    assert read_spans(tmp_path / "nothing here") == []
-    provider.shutdown()
-
-
-def test_the_file_keeps_links_and_finds_keys_it_had_to_escape(tmp_path: Path) -> None:
-    settings = TracingSettings(exporter="file", file_dir=tmp_path)
-    provider = tracer_provider(settings, service_name="order-service", process_kind="worker")
-    files = provider.get_tracer("tests")
-    written_in = SpanContext(int("4b" * 16, 16), int("00f0" * 4, 16), is_remote=True)
-    key = 'pesanan "é" 7'  # written escaped: \"\u00e9\"
-    with files.start_as_current_span(
-        "process", links=[Link(written_in)], attributes={MESSAGE_KEY: key}
-    ):
-        pass
-    provider.force_flush()
-
-    [span] = read_spans(tmp_path, key=key)
-    assert span.links == (("4b" * 16, "00f0" * 4),)
-    provider.shutdown()
-
-
 def test_no_exporter_sets_nothing_and_the_file_exporter_needs_a_folder() -> None:
     assert configure_tracing(TracingSettings(), service_name="s", process_kind="api") is None
     with pytest.raises(ValueError, match="file_dir"):
         TracingSettings(exporter="file")
+
+
+def test_the_file_exporter_is_refused_where_shop_devstack_is_not_installed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """As in the shop's image: a process told to write spans to files stops at start-up."""
+    monkeypatch.setattr(provider, "entry_points", lambda **_: ())
+    settings = TracingSettings(exporter="file", file_dir=tmp_path)
+    with pytest.raises(ExporterNotInstalled, match="shop-devstack"):
+        configure_tracing(settings, service_name="s", process_kind="api")
+    assert not recording()

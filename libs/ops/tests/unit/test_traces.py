@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from shop.messaging.tracing import RecordedEvent, RecordedSpan
+from shop.devstack.spans import RecordedEvent, RecordedSpan
 from shop.ops.timeline import traced_tries
 from shop.ops.traces import as_traces
 

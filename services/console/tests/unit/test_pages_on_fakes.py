@@ -15,7 +15,7 @@ import pytest
 from shop.console.bootstrap import build_app
 from shop.console.ports import LetterQuery
 from shop.console.settings import ConsoleSettings
-from shop.messaging.tracing import RecordedSpan
+from shop.devstack.spans import RecordedSpan
 from shop.ops.errors import Unreachable
 from shop.ops.timeline import TimelineEntry
 from shop.ops.traces import as_traces

@@ -13,6 +13,10 @@ MESSAGE_TYPE: Final = "x-message-type"
 EVENT_ID: Final = "x-event-id"
 CORRELATION_ID: Final = "x-correlation-id"
 TRACEPARENT: Final = "traceparent"
+"""W3C Trace Context of the span that sent the message: the message's only trace context
+(shop.messaging.tracing.propagation writes and reads it)."""
+TRACESTATE: Final = "tracestate"
+"""W3C Trace Context's vendor entries, beside a ``traceparent`` whose trace has some."""
 
 ATTEMPT: Final = "x-attempt"
 """How many times this consumer has tried the message already (absent: never)."""

@@ -27,14 +27,22 @@ def mask_emails(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapp
     return event
 
 
+def trace_ids() -> dict[str, str | None]:
+    """``trace_id`` and ``span_id`` of the current span, to bind to a logger (None outside
+    any trace)."""
+    context = trace.get_current_span().get_span_context()
+    if not context.is_valid:
+        return {"trace_id": None, "span_id": None}
+    return {"trace_id": f"{context.trace_id:032x}", "span_id": f"{context.span_id:016x}"}
+
+
 def add_trace_ids(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """``trace_id`` and ``span_id`` of the span current where the line is logged (the
     request's, the handler's, the e-mail's), so that a line leads to its trace. Outside any
     trace the line keeps what was bound, if anything."""
-    context = trace.get_current_span().get_span_context()
-    if context.is_valid:
-        event["trace_id"] = f"{context.trace_id:032x}"
-        event["span_id"] = f"{context.span_id:016x}"
+    ids = trace_ids()
+    if ids["trace_id"] is not None:
+        event.update(ids)
     return event
 
 

@@ -18,7 +18,7 @@ from shop.contracts import Contract, Envelope, encode, wrap
 from shop.messaging import headers
 from shop.messaging.context import current_envelope
 from shop.messaging.schema import OUTBOX_CHANNEL
-from shop.messaging.tracing import current_traceparent
+from shop.messaging.tracing import propagation
 
 OUTBOX_COLUMNS: Final = "event_id, key, message_type, headers, body, due_at"
 """The columns a writer fills, in the order of :func:`outbox_row` (then ``due_at``): for a
@@ -71,14 +71,16 @@ class OutboxItem:
 
 
 def message_headers(envelope: Envelope[Any]) -> dict[str, str]:
-    """Headers a consumer can route and trace by without decoding the body."""
+    """Headers a consumer can route and trace by without decoding the body: the envelope's
+    ids, and the ``traceparent`` of the span current as the message is written (the
+    request's, or the handler's: the relay's and the consumers' spans become its children;
+    none outside any trace). The envelope's own ``traceparent`` field is not read."""
     result = {
         headers.MESSAGE_TYPE: envelope.type,
         headers.EVENT_ID: str(envelope.event_id),
         headers.CORRELATION_ID: envelope.correlation_id,
     }
-    if envelope.traceparent:
-        result[headers.TRACEPARENT] = envelope.traceparent
+    propagation.inject(result)
     return result
 
 
@@ -99,21 +101,19 @@ async def add(
     *,
     key: str | None = None,
     correlation_id: str | None = None,
-    traceparent: str | None = None,
     due_at: datetime | None = None,
 ) -> Envelope[Contract]:
     """Add ``event`` to the outbox inside ``session``'s transaction; return its envelope.
 
-    A bare event is wrapped here (``key`` is then required). Its ``traceparent`` is the
-    current span's (the request's, or the handler's: the relay's and the consumers' spans
-    become its children), unless given. Inside a handler the new envelope names the
-    handled message as its cause and inherits its correlation id (and, when no span is
-    recorded, the handled message's trace context), so a whole checkout can be followed
-    across services. ``due_at`` makes
-    it a scheduled message: committed now, published by the relay once it is due, however
-    often the processes restart meanwhile.
+    A bare event is wrapped here (``key`` is then required). The row's ``traceparent``
+    header is the current span's (see :func:`message_headers`). Inside a handler the new
+    envelope names the handled message as its cause and inherits its correlation id, and
+    the row continues the handled message's trace (from the handler's span, or, when no
+    span is recorded, from the handled message's ``traceparent``), so a whole checkout can
+    be followed across services. ``due_at`` makes it a scheduled message: committed now,
+    published by the relay once it is due, however often the processes restart meanwhile.
     """
-    envelope = _envelope(event, key, correlation_id, traceparent)
+    envelope = _envelope(event, key, correlation_id)
     row = outbox_row(envelope)
     await session.execute(_ADD, {**row, "headers": json.dumps(row["headers"]), "due_at": due_at})
     return envelope
@@ -124,11 +124,11 @@ async def add_on_connection(
 ) -> list[Envelope[Contract]]:
     """:func:`add` for code that runs its transaction on an asyncpg connection directly (a
     hot path that skips the ORM): the same rows and NOTIFY, all in one statement, in the
-    connection's transaction. The envelopes are stamped with the current span's
-    ``traceparent``, as by :func:`add`."""
+    connection's transaction. The rows carry the current span's ``traceparent``, as by
+    :func:`add`."""
     if not items:
         raise ValueError("add_on_connection needs at least one item")
-    envelopes = [_envelope(item.message, item.key, None, None) for item in items]
+    envelopes = [_envelope(item.message, item.key, None) for item in items]
     arguments: list[object] = []
     for envelope, item in zip(envelopes, items, strict=True):
         row = outbox_row(envelope)
@@ -145,34 +145,21 @@ async def add_on_connection(
 
 
 def new_envelope(
-    event: Contract,
-    *,
-    key: str,
-    correlation_id: str | None = None,
-    traceparent: str | None = None,
+    event: Contract, *, key: str, correlation_id: str | None = None
 ) -> Envelope[Contract]:
     """``event`` in the envelope :func:`add` would write: its cause the message being handled
-    (if any), its ``traceparent`` the current span's (unless given). For a hot path that
-    writes its outbox row inside a statement of its own (with :func:`outbox_row`)."""
-    return wrap(
-        event,
-        key=key,
-        correlation_id=correlation_id,
-        # The span current here (a handler's is a child of the handled message's trace);
-        # with no span, wrap() falls back on the cause's traceparent.
-        traceparent=traceparent or current_traceparent(),
-        causation=current_envelope(),
-    )
+    (if any). For a hot path that writes its outbox row inside a statement of its own (with
+    :func:`outbox_row`, which writes the trace context in the row's headers)."""
+    return wrap(event, key=key, correlation_id=correlation_id, causation=current_envelope())
 
 
 def _envelope(
     event: Contract | Envelope[Contract],
     key: str | None,
     correlation_id: str | None,
-    traceparent: str | None,
 ) -> Envelope[Contract]:
     if isinstance(event, Envelope):
         return event
     if key is None:
         raise ValueError("key (the aggregate id) is required to publish a bare event")
-    return new_envelope(event, key=key, correlation_id=correlation_id, traceparent=traceparent)
+    return new_envelope(event, key=key, correlation_id=correlation_id)

@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from shop.messaging import tracing
 from shop.messaging.breaker import CircuitBreaker
 from shop.messaging.context import MessageContext
 from shop.messaging.context import handling as handling_envelope
+from shop.messaging.logging import trace_ids
 from shop.messaging.message import Delivery
 from shop.messaging.middlewares import (
     Breakers,
@@ -152,7 +152,7 @@ async def _handle(handling: Handling) -> Outcome:
         correlation_id=envelope.correlation_id,
         message_type=envelope.type,
         attempt=handling.delivery.attempt,
-        **tracing.log_ids(),
+        **trace_ids(),
     )
     with (
         handling_envelope(envelope),

@@ -28,12 +28,12 @@ import asyncpg
 import structlog
 from pydantic import BaseModel, Field
 
-from shop.messaging import tracing
 from shop.messaging.errors import PublishError
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.metrics import Metrics
 from shop.messaging.retention import CONNECTION_FAILURES, OutboxCleanup
 from shop.messaging.schema import OUTBOX_CHANNEL
+from shop.messaging.tracing.spans import publishing
 from shop.messaging.transports.base import Transport
 
 log = structlog.get_logger("shop.messaging.relay")
@@ -253,9 +253,7 @@ class Relay:
     async def _publish(self, messages: list[OutgoingMessage]) -> None:
         # A PRODUCER span per row, a child of the trace its row was written in; each message
         # goes out with its span's traceparent.
-        with tracing.publishing(
-            messages, system=self.transport.name, relay=self.settings.name
-        ) as outgoing:
+        with publishing(messages, system=self.transport.name, relay=self.settings.name) as outgoing:
             await self.transport.publish(outgoing)
 
     async def _outcome(self, batch: _Batch) -> set[int]:

@@ -6,24 +6,26 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry import trace
+from opentelemetry import context, trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util._once import Once
 
 from shop.contracts import Envelope, encode
+from shop.messaging import headers as h
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.outbox import message_headers
 from shop.messaging.retry import RetryPolicy
 from shop.messaging.settings import KafkaSettings, MessagingSettings
 from shop.messaging.subscriber import Router
+from shop.messaging.tracing import propagation
 from shop.messaging.transports import Transport, create_transport
 from shop.messaging.worker import Worker
 
@@ -71,6 +73,21 @@ def outgoing(envelope: Envelope[Any], *, naming: Naming = UNSCOPED) -> OutgoingM
         body=encode(envelope),
         headers=message_headers(envelope),
     )
+
+
+@contextmanager
+def in_trace(traceparent: str, *, tracestate: str | None = None) -> Iterator[None]:
+    """Run the block in the trace ``traceparent`` names, as a process runs a handler of a
+    message that came with it (and with ``tracestate``, if given): what the block adds to
+    the outbox, or makes :func:`outgoing`, carries that trace on in its headers."""
+    incoming = {h.TRACEPARENT: traceparent}
+    if tracestate is not None:
+        incoming[h.TRACESTATE] = tracestate
+    token = context.attach(propagation.extract(incoming))
+    try:
+        yield
+    finally:
+        context.detach(token)
 
 
 async def publish(

@@ -22,7 +22,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shop.messaging.tracing import (
     ATTEMPT,
@@ -32,13 +32,15 @@ from shop.messaging.tracing import (
     RETRY_DELAY,
     RETRY_SCHEDULED,
     SUBSCRIBER,
-    RecordedSpan,
 )
 from shop.ops.databases import connected
 from shop.ops.deadletters import DeadLetterQuery, list_dead_letters
 from shop.ops.errors import OpsError
 from shop.ops.settings import NOTIFICATION_SERVICE, ORDER_SERVICE, PAYMENT_SERVICE, OpsSettings
 from shop.ops.traces import order_spans
+
+if TYPE_CHECKING:  # the span file is development's: the image has no shop.devstack
+    from shop.devstack.spans import RecordedSpan
 
 
 @dataclass(frozen=True, slots=True)

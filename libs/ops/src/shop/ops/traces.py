@@ -10,10 +10,13 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from shop.messaging.tracing import RecordedSpan, read_spans
 from shop.ops.errors import OpsError
 from shop.ops.settings import OpsSettings
+
+if TYPE_CHECKING:  # the span file is development's: the image has no shop.devstack
+    from shop.devstack.spans import RecordedSpan
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,8 @@ async def order_spans(settings: OpsSettings, order_id: uuid.UUID) -> list[Record
     folder = settings.trace_dir
     if folder is None or not folder.is_dir():
         return None
+    from shop.devstack.spans import read_spans  # noqa: PLC0415  # only where spans go to files
+
     try:
         return await asyncio.to_thread(read_spans, folder, key=str(order_id))
     except OSError as error:

@@ -278,9 +278,12 @@ def _producer_headers(
             h.EVENT_ID: _string("The envelope's event_id.", format="uuid"),
             h.CORRELATION_ID: _string("The envelope's correlation_id."),
             h.TRACEPARENT: _string(
-                "The envelope's W3C trace context, when it has one.",
+                "W3C Trace Context of the span that sent the message (the relay's, or the "
+                "one its outbox row was written in), when it was sent in a trace: the "
+                "message's only trace context (the envelope's traceparent is not written).",
                 pattern=TRACEPARENT_PATTERN,
             ),
+            h.TRACESTATE: _string("W3C Trace Context's vendor entries, beside a traceparent."),
         },
     }
     if required:

@@ -8,7 +8,7 @@ import structlog
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from shop.messaging import tracing
+from shop.messaging.logging import trace_ids
 from shop.messaging.middlewares.chain import Handling, Next
 from shop.messaging.outcome import Ack, Outcome
 from shop.messaging.schema import inbox
@@ -44,7 +44,7 @@ class Inbox:
                     correlation_id=envelope.correlation_id,
                     message_type=envelope.type,
                     attempt=handling.delivery.attempt,
-                    **tracing.log_ids(),
+                    **trace_ids(),
                 )
                 return Ack(duplicate=True)
             handling.session = session

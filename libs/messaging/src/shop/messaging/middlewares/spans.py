@@ -3,9 +3,9 @@ handler publishes and logs belongs to its trace), with the outcome recorded on i
 
 from __future__ import annotations
 
-from shop.messaging import tracing
 from shop.messaging.middlewares.chain import Handling, Next
 from shop.messaging.outcome import Outcome
+from shop.messaging.tracing.spans import consuming, record_outcome
 
 
 class Spans:
@@ -14,9 +14,9 @@ class Spans:
         """The transport's name, for the spans."""
 
     async def __call__(self, handling: Handling, call_next: Next) -> Outcome:
-        with tracing.consuming(
+        with consuming(
             handling.delivery, handling.envelope, group=handling.group, system=self.system
         ) as span:
             outcome = await call_next(handling)
-            tracing.record_outcome(span, outcome, subscriber_id=handling.subscriber_id)
+            record_outcome(span, outcome, subscriber_id=handling.subscriber_id)
         return outcome
