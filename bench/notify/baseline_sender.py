@@ -20,6 +20,7 @@ from pathlib import Path
 
 from shop.contracts import OrderCreated, decode
 from shop.notification.adapters.smtp import SmtpEmailSender
+from shop.notification.domain.emails import CONFIRMATION
 from shop.notification.domain.kinds import NotificationKind
 from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
 from shop.notification.ports import Email
@@ -54,7 +55,7 @@ class ConfirmationSender:
         self.domain = message_id_domain(settings.smtp.sender)
 
     def email(self, event: OrderCreated) -> Email:
-        rendered = self.renderer.order_confirmation(event)
+        rendered = self.renderer.render(CONFIRMATION, event)
         kind = NotificationKind.ORDER_CONFIRMATION
         return Email(
             to=event.customer_email,

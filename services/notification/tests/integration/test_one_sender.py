@@ -18,6 +18,7 @@ from shop.devstack import SmtpSink
 from shop.messaging import MessageContext, TransientError
 from shop.notification.adapters.sent_log import SqlSentLog
 from shop.notification.adapters.smtp import SmtpEmailSender
+from shop.notification.domain.emails import CONFIRMATION
 from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
 from shop.notification.migrations import migrate_async
@@ -62,13 +63,13 @@ async def test_two_deliveries_at_once_send_the_email_once_and_the_second_is_retr
     try:
         outcomes = await asyncio.gather(
             *(
-                worker.confirm_order(event, MessageContext(envelope, "n:test", 1, None, log))
+                worker.send(CONFIRMATION, event, MessageContext(envelope, "n:test", 1, None, log))
                 for worker in workers
             ),
             return_exceptions=True,
         )
         # The retry of the delivery that waited: it finds the e-mail sent.
-        await workers[1].confirm_order(event, MessageContext(envelope, "n:test", 2, None, log))
+        await workers[1].send(CONFIRMATION, event, MessageContext(envelope, "n:test", 2, None, log))
     finally:
         for engine in engines:
             await engine.dispose()

@@ -57,8 +57,8 @@ async def test_the_database_refuses_a_reversal_notice_without_its_reversal_and_t
         for kind, reference in (("payment_reversal", ""), ("order_confirmation", "RF-1")):
             with pytest.raises(asyncpg.CheckViolationError, match="reference_per_reversal"):
                 await connection.execute(INSERT, uuid.uuid4(), kind, reference, uuid.uuid4())
-        with pytest.raises(asyncpg.CheckViolationError, match="kind_known"):
-            await connection.execute(INSERT, uuid.uuid4(), "newsletter", "", uuid.uuid4())
+        # The kinds are the code's: a new e-mail needs no migration (0003).
+        await connection.execute(INSERT, uuid.uuid4(), "newsletter", "", uuid.uuid4())
     finally:
         await connection.close()
 

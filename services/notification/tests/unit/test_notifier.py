@@ -16,6 +16,7 @@ from structlog.testing import capture_logs
 from shop.contracts import Contract, OrderCreated, OrderPaid, OrderPaymentReversed, wrap
 from shop.contracts.examples import examples
 from shop.messaging import MessageContext, PermanentError, TransientError
+from shop.notification.domain.emails import CONFIRMATION, RECEIPT, REVERSAL_NOTICE
 from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.kinds import NotificationKey, NotificationKind
 from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
@@ -79,8 +80,8 @@ async def test_the_email_is_sent_then_marked_and_a_redelivery_sends_nothing() ->
     provider, sent_log = Provider(), SentLog()
     ctx = context_of(CREATED)
 
-    await notifier(provider, sent_log).confirm_order(CREATED, ctx)
-    await notifier(provider, sent_log).confirm_order(CREATED, ctx)
+    await notifier(provider, sent_log).send(CONFIRMATION, CREATED, ctx)
+    await notifier(provider, sent_log).send(CONFIRMATION, CREATED, ctx)
 
     [email] = provider.sent
     assert email.to == "ayu@example.com"
@@ -106,7 +107,7 @@ async def test_a_failed_send_marks_nothing_and_says_whether_to_retry(
     sent_log = SentLog()
 
     with pytest.raises(reported_as, match=str(failure)):
-        await notifier(Provider(failure), sent_log).confirm_order(CREATED, context_of(CREATED))
+        await notifier(Provider(failure), sent_log).send(CONFIRMATION, CREATED, context_of(CREATED))
 
     assert sent_log.marks == {}
 
@@ -114,7 +115,7 @@ async def test_a_failed_send_marks_nothing_and_says_whether_to_retry(
 async def test_the_receipt_carries_the_invoice() -> None:
     provider = Provider()
 
-    await notifier(provider, SentLog()).send_receipt(PAID, context_of(PAID))
+    await notifier(provider, SentLog()).send(RECEIPT, PAID, context_of(PAID))
 
     [email] = provider.sent
     [invoice] = email.attachments
@@ -128,14 +129,15 @@ async def test_an_order_the_email_cannot_state_is_permanent_and_sends_nothing() 
     in_dollars = CREATED.model_copy(update={"currency": "USD"})
 
     with pytest.raises(PermanentError, match="USD"):
-        await notifier(provider, SentLog()).confirm_order(in_dollars, context_of(in_dollars))
+        await notifier(provider, SentLog()).send(CONFIRMATION, in_dollars, context_of(in_dollars))
 
     assert provider.sent == []
 
 
 async def test_two_sends_racing_for_one_mark_are_logged_as_a_duplicate() -> None:
     with capture_logs() as logs:
-        await notifier(Provider(), SentLog(racing=True)).confirm_order(
+        await notifier(Provider(), SentLog(racing=True)).send(
+            CONFIRMATION,
             CREATED,
             context_of(CREATED),
         )
@@ -160,7 +162,7 @@ async def test_each_reversal_gets_its_notice_once_however_often_it_is_delivered(
     second = reversal("RF-2", amount=50000, reversed_total=150000)
 
     for event in (first, second, first, second):
-        await notifier(provider, sent_log).tell_of_reversal(event, context_of(event))
+        await notifier(provider, sent_log).send(REVERSAL_NOTICE, event, context_of(event))
 
     assert [email.subject for email in provider.sent] == [
         "Partial refund for order SK-7KQ4-M2XD",
@@ -181,9 +183,9 @@ async def test_each_reversal_gets_its_notice_once_however_often_it_is_delivered(
 
 async def test_a_reversal_notice_is_apart_from_the_order_emails_of_its_order() -> None:
     provider, sent_log = Provider(), SentLog()
-    await notifier(provider, sent_log).confirm_order(CREATED, context_of(CREATED))
+    await notifier(provider, sent_log).send(CONFIRMATION, CREATED, context_of(CREATED))
 
-    await notifier(provider, sent_log).tell_of_reversal(REVERSED, context_of(REVERSED))
+    await notifier(provider, sent_log).send(REVERSAL_NOTICE, REVERSED, context_of(REVERSED))
 
     assert len(provider.sent) == 2
 
@@ -201,11 +203,13 @@ async def test_a_reversal_notice_the_provider_fails_marks_nothing_so_the_retry_s
     sent_log = SentLog()
 
     with pytest.raises(reported_as):
-        await notifier(Provider(failure), sent_log).tell_of_reversal(REVERSED, context_of(REVERSED))
+        await notifier(Provider(failure), sent_log).send(
+            REVERSAL_NOTICE, REVERSED, context_of(REVERSED)
+        )
     assert sent_log.marks == {}
 
     provider = Provider()
-    await notifier(provider, sent_log).tell_of_reversal(REVERSED, context_of(REVERSED))
+    await notifier(provider, sent_log).send(REVERSAL_NOTICE, REVERSED, context_of(REVERSED))
     assert len(provider.sent) == 1
     assert len(sent_log.marks) == 1
 
@@ -215,7 +219,7 @@ async def test_a_reversal_in_another_currency_is_permanent_and_sends_nothing() -
     in_dollars = reversal("RF-1", currency="USD")
 
     with pytest.raises(PermanentError, match="USD"):
-        await notifier(provider, sent_log).tell_of_reversal(in_dollars, context_of(in_dollars))
+        await notifier(provider, sent_log).send(REVERSAL_NOTICE, in_dollars, context_of(in_dollars))
 
     assert provider.sent == []
     assert sent_log.marks == {}

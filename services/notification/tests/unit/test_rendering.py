@@ -3,7 +3,6 @@ reason can inject markup into the HTML part."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ from jinja2 import DictLoader, UndefinedError
 from shop.contracts import OrderCancelled, OrderCreated, OrderPaid
 from shop.contracts.examples import examples
 from shop.contracts.orders import OrderFacts
+from shop.notification.domain.emails import EMAILS
 from shop.notification.domain.rendering import (
     EmailRenderer,
     RenderedEmail,
@@ -29,8 +29,8 @@ HOSTILE_NAME = '<b>Bright</b> & "Clear" Toner'
 
 
 def render(kind: str, event: OrderFacts, renderer: EmailRenderer | None = None) -> RenderedEmail:
-    method: Callable[[Any], RenderedEmail] = getattr(renderer or EmailRenderer(SHOP), kind)
-    return method(event)
+    [email] = [email for email in EMAILS if email.kind == kind]
+    return (renderer or EmailRenderer(SHOP)).render(email, event)
 
 
 def example(contract: type[OrderFacts], **changes: Any) -> OrderFacts:

@@ -15,8 +15,9 @@ from jinja2 import (
     select_autoescape,
 )
 
-from shop.contracts import OrderCancelled, OrderCreated, OrderPaid, OrderPaymentReversed
+from shop.contracts import OrderPaymentReversed
 from shop.contracts.orders import OrderFacts
+from shop.notification.domain.emails import OrderEmail
 from shop.notification.domain.money import require_rupiah, rupiah, wib
 from shop.notification.domain.reversals import ReversalNotice, reversal_of
 
@@ -62,21 +63,18 @@ def template_environment(loader: BaseLoader | None = None) -> Environment:
 
 
 class EmailRenderer:
-    """Renders the confirmation, receipt and cancellation e-mail of an order, and the notice
-    of each reversal of its payment."""
+    """Renders the e-mails of ``domain/emails.py``, each from its kind's templates; a
+    reversal notice from those of the notice its reversal gets."""
 
     def __init__(self, shop: ShopIdentity, environment: Environment | None = None) -> None:
         self._shop = shop
         self._environment = environment or template_environment()
 
-    def order_confirmation(self, event: OrderCreated) -> RenderedEmail:
-        return self._render("order_confirmation", f"Order {event.order_number} confirmed", event)
-
-    def payment_receipt(self, event: OrderPaid) -> RenderedEmail:
-        return self._render("payment_receipt", f"Receipt for order {event.order_number}", event)
-
-    def order_cancellation(self, event: OrderCancelled) -> RenderedEmail:
-        return self._render("order_cancellation", f"Order {event.order_number} cancelled", event)
+    def render(self, email: OrderEmail, event: OrderFacts) -> RenderedEmail:
+        if isinstance(event, OrderPaymentReversed):
+            return self.payment_reversal(event)
+        subject = email.subject.format(number=event.order_number)
+        return self._render(email.kind.value, subject, event)
 
     def payment_reversal(self, event: OrderPaymentReversed) -> RenderedEmail:
         reversal = reversal_of(event)

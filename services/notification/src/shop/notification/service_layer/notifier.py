@@ -17,12 +17,13 @@ from collections.abc import Callable
 from email.utils import parseaddr
 from typing import Any
 
-from shop.contracts import OrderCancelled, OrderCreated, OrderPaid, OrderPaymentReversed
+from shop.contracts import OrderPaid, OrderPaymentReversed
 from shop.contracts.orders import OrderFacts
 from shop.messaging import MessageContext, PermanentError, ProviderUnavailable, TransientError
 from shop.messaging.breaker import calling_provider, provider_answered
+from shop.notification.domain.emails import OrderEmail
 from shop.notification.domain.invoice import InvoiceRenderer
-from shop.notification.domain.kinds import NotificationKey, NotificationKind
+from shop.notification.domain.kinds import NotificationKey
 from shop.notification.domain.rendering import EmailRenderer, RenderedEmail
 from shop.notification.ports import (
     EMAIL_PROVIDER,
@@ -42,8 +43,7 @@ Composed = tuple[RenderedEmail, tuple[Attachment, ...]]
 
 
 class Notifier:
-    """The order e-mails: confirmation, receipt with the invoice, cancellation, and a notice
-    of each reversal of the payment."""
+    """Sends the order e-mails of ``domain/emails.py``, each once."""
 
     def __init__(
         self,
@@ -60,43 +60,26 @@ class Notifier:
         self.invoices = invoices
         self.message_id_domain = message_id_domain
 
-    async def confirm_order(self, event: OrderCreated, ctx: MessageContext) -> None:
-        await self._send_once(
-            NotificationKey(event.order_id, NotificationKind.ORDER_CONFIRMATION),
-            event,
-            ctx,
-            lambda: (self.renderer.order_confirmation(event), ()),
-        )
+    async def send(self, email: OrderEmail, event: OrderFacts, ctx: MessageContext) -> None:
+        """Send ``email`` about ``event`` once: a reversal notice once per reversal (its
+        ``reference``), so that a second partial refund of the same order is another
+        e-mail, and a redelivery of the first is none."""
+        reference = event.reference if isinstance(event, OrderPaymentReversed) else ""
 
-    async def send_receipt(self, event: OrderPaid, ctx: MessageContext) -> None:
         def compose() -> Composed:
-            invoice = Attachment(
-                filename=f"invoice-{event.order_number}.pdf",
-                content_type="application/pdf",
-                data=self.invoices.render(event),
-            )
-            return self.renderer.payment_receipt(event), (invoice,)
+            attachments = (self._invoice(event),) if email.invoice else ()
+            return self.renderer.render(email, event), attachments
 
-        await self._send_once(
-            NotificationKey(event.order_id, NotificationKind.PAYMENT_RECEIPT), event, ctx, compose
-        )
+        key = NotificationKey(event.order_id, email.kind, reference)
+        await self._send_once(key, event, ctx, compose)
 
-    async def confirm_cancellation(self, event: OrderCancelled, ctx: MessageContext) -> None:
-        await self._send_once(
-            NotificationKey(event.order_id, NotificationKind.ORDER_CANCELLATION),
-            event,
-            ctx,
-            lambda: (self.renderer.order_cancellation(event), ()),
-        )
-
-    async def tell_of_reversal(self, event: OrderPaymentReversed, ctx: MessageContext) -> None:
-        """One notice per reversal (its ``reference``): a second partial refund of the same
-        order is another e-mail, a redelivery of the first is none."""
-        await self._send_once(
-            NotificationKey(event.order_id, NotificationKind.PAYMENT_REVERSAL, event.reference),
-            event,
-            ctx,
-            lambda: (self.renderer.payment_reversal(event), ()),
+    def _invoice(self, event: OrderFacts) -> Attachment:
+        if not isinstance(event, OrderPaid):
+            raise ValueError(f"an invoice needs a paid order, not {type(event).__name__}")
+        return Attachment(
+            filename=f"invoice-{event.order_number}.pdf",
+            content_type="application/pdf",
+            data=self.invoices.render(event),
         )
 
     async def _send_once(
