@@ -66,10 +66,10 @@ def infrastructure(workdir: Path) -> Iterator[tuple[str, str]]:
             part.stop()
 
 
-def rows(count: int) -> list[dict[str, object]]:
-    """``count`` OrderCreated outbox rows over 1,000 orders, as checkouts would write them."""
+def rows(count: int, orders: int) -> list[dict[str, object]]:
+    """``count`` OrderCreated outbox rows over ``orders`` orders (keys), in turn."""
     event = examples.examples()[OrderCreated]
-    return [outbox_row(wrap(event, key=f"order-{i % 1000}")) for i in range(count)]
+    return [outbox_row(wrap(event, key=f"order-{i % orders}")) for i in range(count)]
 
 
 @contextlib.asynccontextmanager
@@ -216,35 +216,60 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-async def measure(
-    url: str, bootstrap: str, *, events: int, rounds: int, rate: int, seconds: float
+async def throughput(
+    engine: AsyncEngine, url: str, bootstrap: str, *, events: int, rounds: int, orders: int
 ) -> None:
-    engine = create_async_engine(url, pool_size=4)
-    async with engine.begin() as connection:
-        await create_tables(connection)
+    """The three side by side, on rows over ``orders`` keys: as many keys as a relay batch
+    holds (1,000) puts each key in every batch, so a batch never goes out while the one
+    before it is on its way (the relay keeps each key's order); one event per order
+    (``orders`` = ``events``) is a run of checkouts, whose batches overlap."""
     figures: dict[str, list[float]] = {"raw": [], "previous": [], "faststream": []}
-    print(f"throughput, {events} events a round, {PARTITIONS} partitions, {rounds} rounds")
+    print(
+        f"throughput, {events} events over {orders} keys a round, {PARTITIONS} partitions, "
+        f"{rounds} rounds"
+    )
     for n in range(rounds):
-        raw = await raw_aiokafka(bootstrap, rows(events), f"raw{n}")
+        name = f"{orders}k{n}"
+        raw = await raw_aiokafka(bootstrap, rows(events, orders), f"raw{name}")
         previous = await relay_throughput(
-            engine, url, previous_kafka_transport(bootstrap, f"previous{n}"), rows(events)
+            engine,
+            url,
+            previous_kafka_transport(bootstrap, f"previous{name}"),
+            rows(events, orders),
         )
         current = await relay_throughput(
-            engine, url, kafka_transport(bootstrap, f"faststream{n}"), rows(events)
+            engine, url, kafka_transport(bootstrap, f"faststream{name}"), rows(events, orders)
         )
-        for name, value in (("raw", raw), ("previous", previous), ("faststream", current)):
-            figures[name].append(value)
+        for label, value in (("raw", raw), ("previous", previous), ("faststream", current)):
+            figures[label].append(value)
         print(
             f"  round {n + 1}: raw {raw:8,.0f}   previous relay {previous:8,.0f}   "
             f"relay on FastStream {current:8,.0f} events/s"
         )
     raw, previous, current = (statistics.median(figures[k]) for k in figures)
-    print("medians")
+    print(f"medians, {orders} keys")
     print(f"  raw aiokafka producer           : {raw:10,.0f} events/s")
     print(f"  relay, previous transport       : {previous:10,.0f} events/s")
     print(f"  relay, transport on FastStream  : {current:10,.0f} events/s")
     print(f"  ratio FastStream relay/raw      : {current / raw:10.2f}")
     print(f"  ratio FastStream/previous relay : {current / previous:10.2f}   (goal >= 0.95)")
+
+
+async def measure(
+    url: str,
+    bootstrap: str,
+    *,
+    events: int,
+    rounds: int,
+    rate: int,
+    seconds: float,
+    orders: Sequence[int],
+) -> None:
+    engine = create_async_engine(url, pool_size=4)
+    async with engine.begin() as connection:
+        await create_tables(connection)
+    for spread in orders:
+        await throughput(engine, url, bootstrap, events=events, rounds=rounds, orders=spread)
     publishing, consuming = await steady_latency(engine, url, bootstrap, rate, seconds)
     print(f"latency at {rate} events/s offered for {seconds:.0f} s, {len(consuming)} events")
     for label, values in (
@@ -263,6 +288,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rate", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--orders",
+        type=lambda value: [int(n) for n in value.split(",")],
+        default=[1000, 30_000],
+        help="keys the events spread over, one throughput table each (comma-separated)",
+    )
     args = parser.parse_args()
     with (
         tempfile.TemporaryDirectory(prefix="bench-relay-") as workdir,
@@ -276,6 +307,7 @@ def main() -> None:
                 rounds=args.rounds,
                 rate=args.rate,
                 seconds=args.seconds,
+                orders=args.orders,
             )
         )
 
