@@ -19,9 +19,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import structlog
-from aiokafka import AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import BrokerResponseError, KafkaError, MessageSizeTooLargeError
-from aiokafka.structs import RecordMetadata
+from aiokafka.structs import ConsumerRecord, RecordMetadata
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, Topic
 from faststream.kafka.annotations import KafkaMessage
@@ -67,15 +68,15 @@ _Revoked = Callable[[set[Partition]], Awaitable[None]]
 _Assigned = Callable[[set[Partition]], None]
 
 
-def _tp(partition: Partition) -> Any:
+def _tp(partition: Partition) -> TopicPartition:
     return TopicPartition(partition[0], partition[1])
 
 
-def _partition(tp: Any) -> Partition:
+def _partition(tp: TopicPartition) -> Partition:
     return (str(tp.topic), int(tp.partition))
 
 
-def _record(raw: Any) -> KafkaRecord:
+def _record(raw: ConsumerRecord[bytes, bytes]) -> KafkaRecord:
     key: bytes | None = raw.key
     value: bytes | None = raw.value
     return KafkaRecord(
@@ -208,7 +209,7 @@ class KafkaClient:
         described: list[dict[str, Any]] = await self._admin().describe_topics([topic])
         return sorted(int(p["partition"]) for d in described for p in d["partitions"])
 
-    def _admin(self) -> Any:
+    def _admin(self) -> AIOKafkaAdminClient:
         return admin_client(self.broker)
 
     async def read_topic(self, topic: str) -> list[KafkaRecord]:
@@ -345,8 +346,14 @@ class GroupMember:
         """Leave the group, so that its partitions move on to other members at once."""
         await self.subscriber.stop()
 
-    def _consumer(self) -> Any:
+    def _consumer(self) -> AIOKafkaConsumer | None:
         return group_consumer(self.subscriber)
+
+    def _started(self) -> AIOKafkaConsumer:
+        consumer = group_consumer(self.subscriber)
+        if consumer is None:
+            raise MessagingError("the consumer-group member is not started")
+        return consumer
 
     def owns(self, partition: Partition) -> bool:
         """The group has assigned ``partition`` to this member (and not revoked it)."""
@@ -355,13 +362,13 @@ class GroupMember:
 
     def pause_at(self, partition: Partition, offset: int) -> None:
         """Stop fetching ``partition`` and rewind it to ``offset``, where a resume starts."""
-        consumer = self._consumer()
+        consumer = self._started()
         tp = _tp(partition)
         consumer.pause(tp)
         consumer.seek(tp, offset)
 
     def resume(self, partition: Partition) -> None:
-        self._consumer().resume(_tp(partition))
+        self._started().resume(_tp(partition))
 
     def pause_all(self) -> None:
         """Fetch nothing more (shutdown: what is in flight drains, nothing new starts)."""
@@ -370,7 +377,7 @@ class GroupMember:
             consumer.pause(*consumer.assignment())
 
     async def commit(self, offsets: Mapping[Partition, int]) -> None:
-        await self._consumer().commit({_tp(p): offset for p, offset in offsets.items()})
+        await self._started().commit({_tp(p): offset for p, offset in offsets.items()})
 
 
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
@@ -378,14 +385,14 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
         self._revoked = revoked
         self._assigned = assigned
 
-    async def on_partitions_revoked(self, revoked: Iterable[Any]) -> None:
+    async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
         await self._revoked({_partition(tp) for tp in revoked})
 
-    async def on_partitions_assigned(self, assigned: Iterable[Any]) -> None:
+    async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         self._assigned({_partition(tp) for tp in assigned})
 
 
-async def _read_to_end(kafka: Any, tps: list[Any]) -> list[KafkaRecord]:
+async def _read_to_end(kafka: AIOKafkaConsumer, tps: list[TopicPartition]) -> list[KafkaRecord]:
     # The end is the high watermark each fetch reports: some brokers (Tansu) answer an
     # end-offsets request with the start of the last batch instead.
     records: list[KafkaRecord] = []
@@ -393,12 +400,14 @@ async def _read_to_end(kafka: Any, tps: list[Any]) -> list[KafkaRecord]:
     while not await _read_to_high_watermark(kafka, tps):
         if time.monotonic() > deadline:
             raise MessagingError(f"could not read {tps[0].topic} to its end")
-        batch: dict[Any, list[Any]] = await kafka.getmany(*tps, timeout_ms=_POLL_TIMEOUT_MS)
+        batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = await kafka.getmany(
+            *tps, timeout_ms=_POLL_TIMEOUT_MS
+        )
         records.extend(_record(r) for rs in batch.values() for r in rs)
     return records
 
 
-async def _read_to_high_watermark(kafka: Any, tps: list[Any]) -> bool:
+async def _read_to_high_watermark(kafka: AIOKafkaConsumer, tps: list[TopicPartition]) -> bool:
     for tp in tps:
         highwater: int | None = kafka.highwater(tp)
         if highwater is None:
