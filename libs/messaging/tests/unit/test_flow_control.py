@@ -4,6 +4,7 @@ while it is open) and the rate limit."""
 from __future__ import annotations
 
 import asyncio
+import functools
 
 from shop.contracts import OrderCreated, encode, examples, wrap
 from shop.messaging import MessageContext, PermanentError, Router
@@ -311,3 +312,18 @@ async def test_a_handler_cut_at_the_timeout_before_calling_says_nothing_of_the_p
     for _ in range(SETTINGS.threshold + 1):
         assert isinstance(await pipeline.process(delivery(1)), Retry)
     assert smtp.state is BreakerState.CLOSED
+
+
+def test_the_rate_limit_now_is_in_the_metrics() -> None:
+    metrics = Metrics()
+    bucket = TokenBucket(40, on_change=functools.partial(metrics.rate_limit_changed, "smtp"))
+
+    def gauge() -> float | None:
+        labels = {"provider": "smtp"}
+        return metrics.registry.get_sample_value("messaging_rate_limit_per_second", labels)
+
+    assert gauge() == 40
+    bucket.slow_down()
+    assert gauge() == 40 * SLOW_DOWN
+    bucket.speed_up()
+    assert gauge() == bucket.rate > 40 * SLOW_DOWN

@@ -96,6 +96,17 @@ class Metrics:
             ("provider", "state"),
             registry=self.registry,
         )
+        self.rate_limit = Gauge(
+            "messaging_rate_limit_per_second",
+            "Each provider's rate limit now, in calls a second (per process).",
+            ("provider",),
+            registry=self.registry,
+        )
+
+    def rate_limit_changed(self, provider: str, rate: float) -> None:
+        """A rate limit's calls a second now (below its setting after the provider said
+        the shop was too fast)."""
+        self.rate_limit.labels(provider).set(rate)
 
     def breaker_changed(self, provider: str, state: BreakerState) -> None:
         """A :data:`~shop.messaging.breaker.Transition`."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Final
 
 SLOWEST: Final = 1 / 16
@@ -32,9 +33,11 @@ class TokenBucket:
     """``rate`` calls a second with a burst of one: calls are spaced at least ``1 / rate``
     apart, in the order they asked (the lock is fair)."""
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, *, on_change: Callable[[float], None] | None = None) -> None:
+        """``on_change``: told the rate at the start and at each change (the metrics)."""
         if rate <= 0:
             raise ValueError(f"a rate limit must be positive, not {rate}")
+        self._on_change = on_change
         self.limit = rate
         """The rate the settings give: the most it climbs back to."""
         self.rate = rate
@@ -42,6 +45,7 @@ class TokenBucket:
         self.floor = rate * SLOWEST
         self._next_at = 0.0
         self._lock = asyncio.Lock()
+        self._changed()
 
     async def take(self) -> None:
         """Return when the next call may go."""
@@ -59,8 +63,15 @@ class TokenBucket:
         if self.rate <= self.floor:
             return False
         self.rate = max(self.rate * SLOW_DOWN, self.floor)
+        self._changed()
         return True
 
     def speed_up(self) -> None:
         """The provider took a call: a step back towards the limit."""
-        self.rate = min(self.rate * CLIMB, self.limit)
+        if self.rate < self.limit:
+            self.rate = min(self.rate * CLIMB, self.limit)
+            self._changed()
+
+    def _changed(self) -> None:
+        if self._on_change is not None:
+            self._on_change(self.rate)

@@ -8,6 +8,7 @@ again to another worker. Then the process exits 0.
 from __future__ import annotations
 
 import asyncio
+import functools
 import signal
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
@@ -83,7 +84,10 @@ class Worker:
         if unknown:  # a misspelt provider would leave the real one unlimited
             raise ValueError(f"rate limits for providers no subscriber names: {unknown}")
         self.rate_limits = {
-            provider: TokenBucket(rate) for provider, rate in settings.rate_limits.items()
+            provider: TokenBucket(
+                rate, on_change=functools.partial(self.metrics.rate_limit_changed, provider)
+            )
+            for provider, rate in settings.rate_limits.items()
         }
         self.pipelines = [
             Pipeline(
