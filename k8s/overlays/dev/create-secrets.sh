@@ -38,6 +38,7 @@ $kubectl create secret generic payment-service-secrets \
     --from-literal=shop-gateway-api-key="$(random)"
 $kubectl create secret generic notification-service-secrets \
     --from-literal=database-url="$(url shop_notification "$notification" shop_notification)"
+$kubectl create secret generic operator-token --from-literal=token="$(random)"
 $kubectl create secret generic console-secrets \
     --from-literal=admin-password-hash="$console_hash" \
     --from-literal=session-secret="$(random)" \

@@ -50,6 +50,7 @@ class Worker:
         health_host: str = "127.0.0.1",
         health_port: int | None = None,
         routes: Sequence[OperatorRoute] = (),
+        operator_token: str | None = None,
         jobs: Sequence[Job] = (),
         on_close: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
@@ -58,7 +59,8 @@ class Worker:
         ``middlewares``: the service's own, run inside
         :func:`~shop.messaging.pipeline.standard_middlewares`, just around each handler
         (inside its transaction, for a transactional subscriber).
-        ``routes``: the service's own operator routes on the health port. ``jobs``: what
+        ``routes``: the service's own operator routes on the health port, behind
+        ``operator_token`` when given (:class:`~shop.messaging.health.HealthServer`). ``jobs``: what
         runs beside the consumers (a periodic task, say) until the worker stops: each is
         given an event set at the stop and must return soon after. ``on_close``: what to
         close once everything has stopped (the service's database engine, say), in
@@ -110,6 +112,7 @@ class Worker:
                 host=health_host,
                 port=health_port,
                 routes=routes,
+                operator_token=operator_token,
             )
             if health_port is not None
             else None

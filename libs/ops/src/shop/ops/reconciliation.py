@@ -17,7 +17,7 @@ import httpx
 
 from shop.ops.databases import connected
 from shop.ops.errors import OpsError
-from shop.ops.http import TIMEOUT, reaching
+from shop.ops.internal import NotFoundThere, operator_port
 from shop.ops.settings import (
     NOTIFICATION_SERVICE,
     ORDER_SERVICE,
@@ -80,15 +80,12 @@ async def reconcile(settings: OpsSettings, since: datetime | None = None) -> Rec
 async def latest_reconciliation(settings: OpsSettings) -> Reconciliation | None:
     """What payment-service's worker found the last time it reconciled with the gateways
     (None until it has, since it started), without running one."""
-    url = settings.worker_url(PAYMENT_SERVICE)
-    async with httpx.AsyncClient(base_url=url, timeout=TIMEOUT) as client:
-        with reaching("payment-service's worker", url):
-            reply = await client.get("/reconciliation")
-    if reply.status_code == 404:
-        return None
-    if reply.status_code != 200:
-        raise OpsError(f"payment-service's worker answered {reply.status_code}: {reply.text}")
-    return _report(reply.json(), [])
+    async with operator_port(settings, PAYMENT_SERVICE) as payments:
+        try:
+            latest = await payments.get("/reconciliation")
+        except NotFoundThere:
+            return None
+    return _report(latest, [])
 
 
 def _report(gateway_side: dict[str, Any], cross: list[Drift]) -> Reconciliation:
@@ -108,13 +105,11 @@ def _report(gateway_side: dict[str, Any], cross: list[Drift]) -> Reconciliation:
 async def _payment_service_reconciles(
     settings: OpsSettings, since: datetime | None
 ) -> dict[str, Any]:
-    url = settings.worker_url(PAYMENT_SERVICE)
     params = {"since": since.isoformat()} if since else {}
     give_up = time.monotonic() + _BUSY_WAIT
-    async with httpx.AsyncClient(base_url=url, timeout=_RECONCILE_TIMEOUT) as client:
+    async with operator_port(settings, PAYMENT_SERVICE, patience=_RECONCILE_TIMEOUT) as payments:
         while True:
-            with reaching("payment-service's worker", url):
-                reply = await client.post("/reconciliation", params=params)
+            reply = await payments.answer("POST", "/reconciliation", params)
             # 409: one reconciliation at a time, and another is running; this one waits.
             if reply.status_code != 409:
                 break
@@ -124,8 +119,8 @@ async def _payment_service_reconciles(
                     "ask again later"
                 )
             await asyncio.sleep(_BUSY_PAUSE)
-    if reply.status_code != 200:
-        raise OpsError(f"payment-service's worker answered {reply.status_code}: {reply.text}")
+        if reply.status_code != 200:
+            raise payments.refusal(reply)
     return dict(reply.json())
 
 

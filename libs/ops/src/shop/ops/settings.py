@@ -67,6 +67,10 @@ class OpsSettings(BaseSettings):
     order_worker_url: str = "http://127.0.0.1:9101"
     payment_worker_url: str = "http://127.0.0.1:9102"
     notification_worker_url: str = "http://127.0.0.1:9103"
+    operator_token: SecretStr | None = None
+    """The bearer token of the services' internal APIs (each worker's ``/internal/v1``):
+    the one every service's ``SHOP_<SERVICE>_OPERATOR_TOKEN`` holds. None where the
+    services ask for none (development)."""
     gateway_url: str | None = None
     """The development payment gateway (``shopctl pay`` and ``shopctl demo`` pay orders
     there; ``make run`` writes it into its env file). None where there is none: a real
