@@ -62,20 +62,12 @@ def test_the_env_file_named_by_its_variable_is_read_and_variables_win_over_it(
     assert settings.mail_dir == tmp_path / "mail"
 
 
-def test_each_service_has_its_own_database_and_worker() -> None:
-    settings = OpsSettings(
-        environment="test",
-        order_database_url="postgresql://o/order",
-        payment_database_url="postgresql://p/payment",
-        notification_database_url="postgresql://n/notification",
-        notification_worker_url="http://127.0.0.1:19103",
-    )
-    assert settings.database_url("order-service") == "postgresql://o/order"
-    assert settings.database_url("payment-service") == "postgresql://p/payment"
-    assert settings.database_url("notification-service") == "postgresql://n/notification"
+def test_each_service_is_read_through_its_worker_and_no_database_is_configured() -> None:
+    settings = OpsSettings(environment="test", notification_worker_url="http://127.0.0.1:19103")
     assert settings.worker_url("notification-service") == "http://127.0.0.1:19103"
     with pytest.raises(KeyError, match="stock-service"):
-        settings.database_url("stock-service")
+        settings.worker_url("stock-service")
+    assert not [name for name in OpsSettings.model_fields if "database" in name]
 
 
 def test_a_transport_the_library_does_not_know_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -104,6 +104,16 @@ async def test_payments_are_listed_by_when_they_were_opened_and_last_changed(
     assert too_recent.json() == {"payments": []}
 
 
+async def test_payments_are_listed_by_their_orders(
+    sessions: Sessions, internal: httpx.AsyncClient
+) -> None:
+    order_id = await opened(sessions, "SK-AAAA-0003")
+    listed = await internal.get(
+        "/internal/v1/payments", params={"order_ids": f"{order_id},{uuid.uuid4()}"}
+    )
+    assert [p["order_number"] for p in listed.json()["payments"]] == ["SK-AAAA-0003"]
+
+
 async def test_the_outbox_status_answers(internal: httpx.AsyncClient) -> None:
     status = await internal.get("/internal/v1/outbox")
     assert status.status_code == 200
@@ -113,7 +123,7 @@ async def test_the_outbox_status_answers(internal: httpx.AsyncClient) -> None:
 @pytest.mark.parametrize(
     ("params", "named"),
     [
-        ({}, "created_since is required"),
+        ({}, "created_since (or order_ids) is required"),
         ({"created_since": "yesterday"}, "created_since"),
         ({"created_since": "2026-12-01T00:00:00"}, "time zone"),
         ({"created_since": "2026-12-01T00:00:00Z", "limit": "-1"}, "limit"),

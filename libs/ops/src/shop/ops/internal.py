@@ -5,9 +5,10 @@ service, what it answered, and what to do."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Final
+from urllib.parse import quote
 
 import httpx
 
@@ -86,6 +87,27 @@ async def operator_port(
         headers["Authorization"] = f"Bearer {settings.operator_token.get_secret_value()}"
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=patience) as client:
         yield OperatorPort(client, service, url)
+
+
+def quoted(reference: str) -> str:
+    """An order's id or number as one segment of a path."""
+    return quote(reference.strip(), safe="")
+
+
+async def listed_by_ids(
+    port: OperatorPort,
+    path: str,
+    *,
+    name: str,
+    ids: Iterable[object],
+    field: str,
+    params: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """The ``field`` list of ``GET path?name=…`` for every one of ``ids``, asked in parts."""
+    found: list[dict[str, Any]] = []
+    for part in in_parts([str(one) for one in ids]):
+        found += (await port.get(path, {**(params or {}), name: part}))[field]
+    return found
 
 
 def in_parts(ids: list[str]) -> list[str]:

@@ -1,6 +1,6 @@
 """Paying an order as a customer would: at the development payment gateway
 (:mod:`shop.simulators.gateway_server`, ``SHOP_OPS_GATEWAY_URL``), for the amount
-payment-service's own database says the order is open for. The gateway records the charge
+payment-service says the order is open for (its internal API). The gateway records the charge
 in its ledger (what payment-service's worker asks its status API about) and notifies
 payment-service's webhooks as it would. :func:`notices` builds and signs the notifications
 with the secrets of ``SHOP_OPS_*`` for a caller that posts them itself."""
@@ -11,15 +11,15 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
 
-from shop.ops.databases import connected
 from shop.ops.errors import OpsError
 from shop.ops.http import reaching
+from shop.ops.internal import operator_port, quoted
 from shop.ops.settings import PAYMENT_SERVICE, OpsSettings
 from shop.simulators import gateway
 from shop.simulators.gateway import Answer, Notice
@@ -37,7 +37,7 @@ class NoPaymentOpened(OpsError):
 
 @dataclass(frozen=True, slots=True)
 class PaymentDue:
-    """The payment payment-service opened for an order, as its database holds it."""
+    """The payment payment-service opened for an order, as its internal API tells it."""
 
     order_id: uuid.UUID
     order_number: str
@@ -46,34 +46,28 @@ class PaymentDue:
     status: str
 
 
-_FIND = """
-    SELECT order_id, order_number, amount, currency, status FROM payments
-    WHERE order_number = $1 OR order_id = $2
-"""
-
-
-def _due(row: Any) -> PaymentDue:
+def due_of(payment: Mapping[str, Any]) -> PaymentDue:
+    """A payment as payment-service's internal API describes it."""
     return PaymentDue(
-        order_id=uuid.UUID(str(row["order_id"])),
-        order_number=row["order_number"],
-        amount=int(row["amount"]),
-        currency=row["currency"],
-        status=row["status"],
+        order_id=uuid.UUID(str(payment["order_id"])),
+        order_number=str(payment["order_number"]),
+        amount=int(payment["amount"]),
+        currency=str(payment["currency"]),
+        status=str(payment["status"]),
     )
 
 
 async def payment_due(settings: OpsSettings, order: str, *, wait: float = 0.0) -> PaymentDue:
     """The payment of the order ``order`` (its id or number), waiting up to ``wait``
     seconds for payment-service to open it (it does once the order's OrderCreated comes)."""
-    order_id = None
-    with contextlib.suppress(ValueError):
-        order_id = uuid.UUID(order)
+    if not order.strip():
+        raise OpsError("name the order: its id or its number")
     deadline = time.monotonic() + wait
-    async with connected(settings, PAYMENT_SERVICE) as connection:
+    async with operator_port(settings, PAYMENT_SERVICE) as payments:
         while True:
-            row = await connection.fetchrow(_FIND, order.strip().upper(), order_id)
-            if row is not None:
-                return _due(row)
+            found = await payments.get(f"/internal/v1/orders/{quoted(order)}/payments")
+            if found["payments"]:
+                return due_of(found["payments"][0])
             if time.monotonic() >= deadline:
                 raise NoPaymentOpened(
                     f"payment-service has opened no payment for order {order!r} "

@@ -2,8 +2,8 @@
 ``SHOP_OPS_MESSAGING__TRANSPORT=sqs``) and from the env file ``make run`` writes
 (``SHOP_OPS_ENV_FILE``, ``.devstack/shop.env`` by default), the variables winning.
 
-Each database URL is the administered service's own database, read as that service's
-operator would; nothing here reaches into one service on behalf of another.
+The services are read through their internal APIs (each worker's ``/internal/v1``, with
+the operator token), never through their databases: no database URL is configured here.
 """
 
 from __future__ import annotations
@@ -61,9 +61,6 @@ class OpsSettings(BaseSettings):
     order_api_url: str = "http://127.0.0.1:8001"
     payment_api_url: str = "http://127.0.0.1:8002"
     console_url: str = "http://127.0.0.1:8003"
-    order_database_url: str = "postgresql://postgres@127.0.0.1:5432/order"
-    payment_database_url: str = "postgresql://postgres@127.0.0.1:5432/payment"
-    notification_database_url: str = "postgresql://postgres@127.0.0.1:5432/notification"
     order_worker_url: str = "http://127.0.0.1:9101"
     payment_worker_url: str = "http://127.0.0.1:9102"
     notification_worker_url: str = "http://127.0.0.1:9103"
@@ -158,17 +155,9 @@ class OpsSettings(BaseSettings):
             file_secret_settings,
         )
 
-    def database_url(self, service: str) -> str:
-        """The own database of ``service`` (``order-service``, …)."""
-        urls = {
-            ORDER_SERVICE: self.order_database_url,
-            PAYMENT_SERVICE: self.payment_database_url,
-            NOTIFICATION_SERVICE: self.notification_database_url,
-        }
-        return _known(urls, service, "database")
-
     def worker_url(self, service: str) -> str:
-        """The health port of ``service``'s worker (``/metrics``, ``/readyz``)."""
+        """The port of ``service``'s worker: its health (``/metrics``, ``/readyz``) and its
+        internal API (``/internal/v1``)."""
         urls = {
             ORDER_SERVICE: self.order_worker_url,
             PAYMENT_SERVICE: self.payment_worker_url,

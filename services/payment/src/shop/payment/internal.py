@@ -7,6 +7,7 @@ the payments and the gateway's notifications, its outbox and its inbox. The cons
   number), each with the gateway notifications received for it.
 - ``GET /internal/v1/payments?created_since=…&updated_before=…&limit=…``: payments opened
   since a time and unchanged since another, oldest first (a reconciliation's).
+- ``GET /internal/v1/payments?order_ids=a,b,…``: the payments of those orders.
 - ``GET /internal/v1/outbox``, ``GET /internal/v1/outbox/messages?key=…``,
   ``GET /internal/v1/inbox?event_ids=…``: :mod:`shop.messaging.internal`.
 """
@@ -17,7 +18,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
-from sqlalchemy import Row, select
+from sqlalchemy import Row, Select, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging import OperatorRoute
@@ -31,6 +32,7 @@ from shop.messaging.internal import (
     outbox_routes,
     reference_of,
     time_of,
+    uuids,
 )
 from shop.payment.adapters.tables import payment_events, payments
 
@@ -71,6 +73,24 @@ def notification_document(row: Row[Any]) -> dict[str, Any]:
     }
 
 
+def _settled(query: Mapping[str, str]) -> Select[Any]:
+    """Payments opened since ``created_since``, unchanged since ``updated_before`` (when
+    given), oldest first."""
+    created_since = time_of(query, "created_since")
+    updated_before = time_of(query, "updated_before")
+    if created_since is None:
+        raise BadQuery("created_since (or order_ids) is required")
+    statement = (
+        select(payments)
+        .where(payments.c.created_at >= created_since)
+        .order_by(payments.c.created_at, payments.c.id)
+        .limit(limit_of(query, default=_MOST, most=_MOST))
+    )
+    if updated_before is not None:
+        statement = statement.where(payments.c.updated_at < updated_before)
+    return statement
+
+
 def internal_routes(sessions: async_sessionmaker[AsyncSession]) -> list[OperatorRoute]:
     async def of_order(query: Mapping[str, str]) -> dict[str, Any]:
         reference = reference_of(query, "order")
@@ -101,26 +121,18 @@ def internal_routes(sessions: async_sessionmaker[AsyncSession]) -> list[Operator
             ]
         }
 
-    async def settled(query: Mapping[str, str]) -> dict[str, Any]:
-        created_since = time_of(query, "created_since")
-        updated_before = time_of(query, "updated_before")
-        if created_since is None:
-            raise BadQuery("created_since is required")
-        statement = (
-            select(payments)
-            .where(payments.c.created_at >= created_since)
-            .order_by(payments.c.created_at, payments.c.id)
-            .limit(limit_of(query, default=_MOST, most=_MOST))
-        )
-        if updated_before is not None:
-            statement = statement.where(payments.c.updated_at < updated_before)
+    async def listed(query: Mapping[str, str]) -> dict[str, Any]:
+        if "order_ids" in query:
+            statement = select(payments).where(payments.c.order_id.in_(uuids(query, "order_ids")))
+        else:
+            statement = _settled(query)
         async with sessions() as session:
             rows = (await session.execute(statement)).all()
         return {"payments": [payment_document(row) for row in rows]}
 
     return [
         OperatorRoute("GET", ORDER_PAYMENTS_PATH, answering(of_order)),
-        OperatorRoute("GET", PAYMENTS_PATH, answering(settled)),
+        OperatorRoute("GET", PAYMENTS_PATH, answering(listed)),
         *outbox_routes(sessions),
         inbox_route(sessions),
     ]
