@@ -11,6 +11,7 @@ from pydantic import SecretStr, ValidationError
 
 from shop.messaging import MessagingSettings
 from shop.order.settings import DEVELOPMENT_JWT_SECRET, OrderSettings
+from shop.simulators.identity import DEVELOPMENT_SIGNING_KEY
 
 DEPLOYABLE = MessagingSettings(transport="kafka", namespace="prod")
 REAL_SECRET = "r3al-jwt-key-of-production-0123456789"
@@ -123,3 +124,9 @@ def test_a_short_operator_token_is_refused_by_name_and_never_shown() -> None:
     problem = refusal(operator_token=SecretStr("short-operator-token"))
     assert "SHOP_ORDER_OPERATOR_TOKEN must be at least 32 bytes" in problem
     assert "short-operator-token" not in problem
+
+
+def test_the_development_key_is_the_development_identity_providers() -> None:
+    # make run's shopctl token signs as the development identity provider does; order-service
+    # must check its tokens with the same key out of the box.
+    assert DEVELOPMENT_JWT_SECRET == DEVELOPMENT_SIGNING_KEY

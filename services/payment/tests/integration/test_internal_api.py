@@ -70,18 +70,44 @@ async def test_an_orders_payment_is_read_by_order_id_or_number_with_its_notifica
     assert by_id.status_code == 200
     assert by_id.json() == by_number.json()
     [payment] = by_id.json()["payments"]
+    [notice] = by_id.json()["notifications"]
     assert (payment["order_id"], payment["amount"], payment["status"]) == (
         str(order_id),
         150_000,
         "pending",
     )
-    [notice] = payment["notifications"]
     assert (notice["provider_event_id"], notice["meaning"]) == ("evt-SK-AAAA-0001", "paid")
 
 
 async def test_an_order_without_a_payment_has_none(internal: httpx.AsyncClient) -> None:
     reply = await internal.get(f"/internal/v1/orders/{uuid.uuid4()}/payments")
-    assert (reply.status_code, reply.json()) == (200, {"payments": []})
+    assert (reply.status_code, reply.json()) == (200, {"payments": [], "notifications": []})
+
+
+async def test_a_notification_kept_before_its_payment_is_opened_is_read_by_the_orders_id(
+    sessions: Sessions, internal: httpx.AsyncClient
+) -> None:
+    order_id = uuid.uuid4()
+    async with sessions.begin() as session:
+        await session.execute(
+            insert(payment_events).values(
+                provider="shop",
+                provider_event_id="evt-early",
+                type="payment.succeeded",
+                raw_body=b"{}",
+                meaning="paid",
+                order_id=order_id,
+                amount=150_000,
+                currency="IDR",
+                provider_payment_id="pay-early",
+            )
+        )
+
+    found = (await internal.get(f"/internal/v1/orders/{order_id}/payments")).json()
+
+    assert found["payments"] == []
+    assert [n["provider_event_id"] for n in found["notifications"]] == ["evt-early"]
+    assert found["notifications"][0]["outcome"] is None
 
 
 async def test_payments_are_listed_by_when_they_were_opened_and_last_changed(

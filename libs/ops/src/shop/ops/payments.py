@@ -2,8 +2,8 @@
 (:mod:`shop.simulators.gateway_server`, ``SHOP_OPS_GATEWAY_URL``), for the amount
 payment-service says the order is open for (its internal API). The gateway records the charge
 in its ledger (what payment-service's worker asks its status API about) and notifies
-payment-service's webhooks as it would. :func:`notices` builds and signs the notifications
-with the secrets of ``SHOP_OPS_*`` for a caller that posts them itself."""
+payment-service's webhooks as it would: the gateway signs them with its own keys, and no
+secret of payment-service is held here."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from shop.ops.http import reaching
 from shop.ops.internal import operator_port, quoted
 from shop.ops.settings import PAYMENT_SERVICE, OpsSettings
 from shop.simulators import gateway
-from shop.simulators.gateway import Answer, Notice
+from shop.simulators.gateway import Answer
 
 _WAIT_INTERVAL: Final = 0.2
 GATEWAY: Final = "the development payment gateway"
@@ -74,51 +74,6 @@ async def payment_due(settings: OpsSettings, order: str, *, wait: float = 0.0) -
                     "(has it consumed the order's OrderCreated yet?)"
                 )
             await asyncio.sleep(_WAIT_INTERVAL)
-
-
-def signing_keys(settings: OpsSettings) -> gateway.SigningKeys:
-    return gateway.SigningKeys(
-        webhook_secret=settings.payment_webhook_secret.get_secret_value(),
-        midtrans_server_key=settings.midtrans_server_key.get_secret_value(),
-    )
-
-
-def notices(
-    settings: OpsSettings,
-    due: PaymentDue,
-    *,
-    provider: Provider = Provider.SHOP,
-    amount: int | None = None,
-    fail: bool = False,
-    repeat: int = 1,
-    out_of_order: bool = False,
-) -> list[Notice]:
-    """The notifications a gateway sends for one payment of ``due`` (for ``amount``
-    instead of the amount due when given), each ``repeat`` times; ``out_of_order`` as a
-    network may deliver them (:func:`shop.simulators.gateway.notices`)."""
-    if repeat < 1:
-        raise OpsError("--repeat must be at least 1")
-    return gateway.notices(
-        gateway.Payment(due.order_id, due.amount, due.currency),
-        signing_keys(settings),
-        fmt=provider,
-        amount=amount,
-        fail=fail,
-        times=repeat,
-        out_of_order=out_of_order,
-    )
-
-
-async def send_notices(
-    client: httpx.AsyncClient, settings: OpsSettings, sequence: list[Notice]
-) -> list[Answer]:
-    """Post ``sequence`` with ``client`` (its base URL payment-service's API), one after
-    the other."""
-    answers = []
-    for notice in sequence:
-        with reaching(PAYMENT_SERVICE, settings.payment_api_url):
-            answers.append(await gateway.post(client, notice))
-    return answers
 
 
 async def pay_at_gateway(

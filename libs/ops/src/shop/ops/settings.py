@@ -22,16 +22,7 @@ from pydantic_settings import (
 
 from shop.messaging import MessagingSettings
 from shop.messaging.settings import Environment, require_environment, unfit_secret
-
-# The development defaults of order-service and payment-service (their settings'
-# DEVELOPMENT_* constants), spelled out here so that operating the shop installs none of
-# its services; a test holds them equal to the services' own.
-ORDER_DEVELOPMENT_JWT_SECRET: Final = "development-only-secret-do-not-deploy"
-"""The development default of order-service's ``SHOP_ORDER_JWT_SECRET``."""
-PAYMENT_DEVELOPMENT_WEBHOOK_SECRET: Final = "whsec_development-only-do-not-deploy"
-"""The development default of payment-service's ``SHOP_PAYMENT_WEBHOOK_SECRETS``."""
-PAYMENT_DEVELOPMENT_MIDTRANS_SERVER_KEY: Final = "SB-Mid-server-development-only"
-"""The development default of payment-service's ``SHOP_PAYMENT_MIDTRANS_SERVER_KEY``."""
+from shop.simulators.identity import DEVELOPMENT_SIGNING_KEY
 
 ENV_FILE_VARIABLE: Final = "SHOP_OPS_ENV_FILE"
 DEFAULT_ENV_FILE: Final = Path(".devstack/shop.env")
@@ -76,19 +67,16 @@ class OpsSettings(BaseSettings):
         default_factory=lambda: MessagingSettings(transport="kafka")
     )
     """The bus the services run on (``make run``: Kafka, no namespace)."""
-    jwt_secret: SecretStr = SecretStr(ORDER_DEVELOPMENT_JWT_SECRET)
-    """order-service's key for customer tokens (its ``SHOP_ORDER_JWT_SECRET``)."""
+    jwt_secret: SecretStr = SecretStr(DEVELOPMENT_SIGNING_KEY)
+    """The key ``shopctl token``, ``order`` and ``demo`` sign customer tokens with, acting as
+    the development identity provider (:mod:`shop.simulators.identity`, whose development key
+    is the default): the one order-service checks them with."""
     jwt_issuer: str | None = None
     """order-service's ``SHOP_ORDER_JWT_ISSUER``, when it checks one: the ``iss`` of the
     tokens ``shopctl token`` issues."""
     jwt_audience: str | None = None
     """order-service's ``SHOP_ORDER_JWT_AUDIENCE``, when it checks one: the ``aud`` of the
     tokens ``shopctl token`` issues."""
-    payment_webhook_secret: SecretStr = SecretStr(PAYMENT_DEVELOPMENT_WEBHOOK_SECRET)
-    """What the gateway signs the shop's webhook format with (one of payment-service's
-    ``SHOP_PAYMENT_WEBHOOK_SECRETS``)."""
-    midtrans_server_key: SecretStr = SecretStr(PAYMENT_DEVELOPMENT_MIDTRANS_SERVER_KEY)
-    """payment-service's ``SHOP_PAYMENT_MIDTRANS_SERVER_KEY``."""
     mail_dir: Path | None = None
     """The development SMTP sink's folder of captured ``.eml`` files."""
     trace_dir: Path | None = None
@@ -111,22 +99,15 @@ class OpsSettings(BaseSettings):
 
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:
-        """Refuse, at start-up, a weak secret given in production. The secrets here only
-        act as the identity provider and the gateway do in development (``shopctl token``,
-        ``shopctl pay``): the console needs none of them, so one left unset keeps its
-        development value, which every service refuses in production."""
+        """Refuse, at start-up, a weak secret given in production. The signing key only acts
+        as the development identity provider does (``shopctl token``): the console needs
+        none, so one left unset keeps the development key, which order-service refuses in
+        production. No secret of any service is held here: the services' internal APIs take
+        the operator token, and the development gateway signs its own notifications."""
         if self.environment != "production":
             return self
         secrets = {
-            "jwt_secret": ("SHOP_OPS_JWT_SECRET", ORDER_DEVELOPMENT_JWT_SECRET),
-            "payment_webhook_secret": (
-                "SHOP_OPS_PAYMENT_WEBHOOK_SECRET",
-                PAYMENT_DEVELOPMENT_WEBHOOK_SECRET,
-            ),
-            "midtrans_server_key": (
-                "SHOP_OPS_MIDTRANS_SERVER_KEY",
-                PAYMENT_DEVELOPMENT_MIDTRANS_SERVER_KEY,
-            ),
+            "jwt_secret": ("SHOP_OPS_JWT_SECRET", DEVELOPMENT_SIGNING_KEY),
         }
         problems = [
             problem
@@ -134,6 +115,10 @@ class OpsSettings(BaseSettings):
             if field in self.model_fields_set
             and (problem := unfit_secret(variable, getattr(self, field), {development}))
         ]
+        if self.operator_token is not None and (
+            weak := unfit_secret("SHOP_OPS_OPERATOR_TOKEN", self.operator_token)
+        ):
+            problems.append(weak)
         if problems:
             raise ValueError("; ".join(problems))
         return self

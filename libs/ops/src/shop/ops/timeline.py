@@ -211,20 +211,20 @@ async def _payment_rows(payments: OperatorPort, order: uuid.UUID) -> list[Timeli
             entries += _entry(
                 payment["created_at"], PAYMENT_SERVICE, "payment flagged", payment["flagged"]
             )
-        for notice in payment["notifications"]:
-            described = (
-                f"{notice['provider']} {notice['type']} {notice['provider_event_id']}: "
-                f"{notice['amount']} {notice['currency']}"
-            )
-            entries += _entry(
-                notice["received_at"], PAYMENT_SERVICE, "gateway notification received", described
-            )
-            entries += _entry(
-                notice["processed_at"],
-                PAYMENT_SERVICE,
-                "gateway notification applied",
-                f"{described}: {notice['outcome']}",
-            )
+    for notice in found["notifications"]:
+        described = (
+            f"{notice['provider']} {notice['type']} {notice['provider_event_id']}: "
+            f"{notice['amount']} {notice['currency']}"
+        )
+        entries += _entry(
+            notice["received_at"], PAYMENT_SERVICE, "gateway notification received", described
+        )
+        entries += _entry(
+            notice["processed_at"],
+            PAYMENT_SERVICE,
+            "gateway notification applied",
+            f"{described}: {notice['outcome']}",
+        )
     return entries
 
 

@@ -4,7 +4,8 @@ the payments and the gateway's notifications, its outbox and its inbox. The cons
 ``shopctl`` read the service through it, never through its tables.
 
 - ``GET /internal/v1/orders/{order}/payments``: the payments opened for an order (its id or
-  number), each with the gateway notifications received for it.
+  number), and the gateway's notifications received about it, kept ones included (a
+  notification may come before its payment is opened).
 - ``GET /internal/v1/payments?created_since=…&updated_before=…&limit=…``: payments opened
   since a time and unchanged since another, oldest first (a reconciliation's).
 - ``GET /internal/v1/payments?order_ids=a,b,…``: the payments of those orders.
@@ -95,30 +96,26 @@ def internal_routes(sessions: async_sessionmaker[AsyncSession]) -> list[Operator
     async def of_order(query: Mapping[str, str]) -> dict[str, Any]:
         reference = reference_of(query, "order")
         try:
-            which = payments.c.order_id == uuid.UUID(reference)
+            order_ids = [uuid.UUID(reference)]
+            which = payments.c.order_id == order_ids[0]
         except ValueError:
+            order_ids = []
             which = payments.c.order_number == reference.strip().upper()
         async with sessions() as session:
             opened = (await session.execute(select(payments).where(which))).all()
+            # Known by its number only once its payment is open: the notifications keep
+            # the order's id alone.
+            order_ids = order_ids or [row.order_id for row in opened]
             notices = (
                 await session.execute(
                     select(payment_events)
-                    .where(payment_events.c.order_id.in_([row.order_id for row in opened]))
+                    .where(payment_events.c.order_id.in_(order_ids))
                     .order_by(payment_events.c.id)
                 )
             ).all()
         return {
-            "payments": [
-                {
-                    **payment_document(row),
-                    "notifications": [
-                        notification_document(notice)
-                        for notice in notices
-                        if notice.order_id == row.order_id
-                    ],
-                }
-                for row in opened
-            ]
+            "payments": [payment_document(row) for row in opened],
+            "notifications": [notification_document(notice) for notice in notices],
         }
 
     async def listed(query: Mapping[str, str]) -> dict[str, Any]:
