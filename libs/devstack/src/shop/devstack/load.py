@@ -1,4 +1,5 @@
-"""Realistic traffic through the running shop, end to end: ``orders`` checkouts (a few
+"""The demo's load generator (``shopctl demo``): realistic traffic through a shop started by
+``make run``, end to end: ``orders`` checkouts (a few
 customers, one or two products each, at most ``concurrency`` requests at once), each paid
 at the development payment gateway (which notifies payment-service's webhook) once
 payment-service has opened its payment, then
@@ -13,6 +14,10 @@ machine, as with ``make run``, they share a clock.
 With ``email_latency`` or ``email_failure`` the development SMTP sink is told to act as a
 provider on a bad day (:class:`shop.simulators.mail.ProviderFaults`, a file in its mail
 folder) for the demo's duration, so that the retries show.
+
+It needs the development payment gateway and the SMTP sink's folder, which only the
+devstack runs: it lives here, beside them, and never in the shop's image. It reaches the
+shop as :mod:`shop.ops` does (its public APIs and the services' internal APIs).
 """
 
 from __future__ import annotations
