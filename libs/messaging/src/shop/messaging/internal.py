@@ -1,21 +1,30 @@
-"""The internal read API every service's worker port serves under ``/internal/v1`` for its
-operators (the console, ``shopctl``): what its own outbox and inbox hold. A service adds
-its own routes beside these (its orders, its payments, its e-mails), with the same query
-helpers, so that no operator tool ever reads a service's tables.
+"""The internal API every service's worker port serves under ``/internal/v1`` for its
+operators (the console, ``shopctl``): what its own outbox and inbox hold, and its
+consumers' dead letters (every worker serves those of its own groups, from the transport's
+dead-letter store, with a redrive and a purge of one). A service adds its own routes beside
+these (its orders, its payments, its e-mails), with the same query helpers, so that no
+operator tool ever reads a service's tables.
 
 Every answer is JSON; a query that cannot be read is a 400 that says which parameter and
 why (:class:`BadQuery`), never an error of the server."""
 
 from __future__ import annotations
 
+import base64
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from shop.messaging.deadletters import (
+    DeadLetterFilter,
+    DeadLetters,
+    DeadLetterStore,
+    StoredDeadLetter,
+)
 from shop.messaging.health import OperatorRoute
 from shop.messaging.schema import inbox, outbox
 
@@ -23,6 +32,8 @@ PREFIX: Final = "/internal/v1"
 OUTBOX_PATH: Final = f"{PREFIX}/outbox"
 OUTBOX_MESSAGES_PATH: Final = f"{PREFIX}/outbox/messages"
 INBOX_PATH: Final = f"{PREFIX}/inbox"
+DEAD_LETTERS_PATH: Final = f"{PREFIX}/dead-letters"
+DEAD_LETTER_PATH: Final = f"{DEAD_LETTERS_PATH}/{{group}}/{{letter_id}}"
 MAX_IDS: Final = 200
 """Ids one query may list (``?event_ids=a,b,…``): a caller with more asks in parts."""
 
@@ -37,6 +48,11 @@ class NotFound(LookupError):
     """What the path names does not exist here; its message says what was looked for."""
 
 
+class Conflict(RuntimeError):
+    """What the path names cannot be done now (a dead letter kept truncated cannot be
+    redriven); its message says why."""
+
+
 def answering(read: Callable[[Mapping[str, str]], Awaitable[Any]]) -> Answer:
     """An operator route's answer from ``read``: 200 with what it returns, 400 with the
     :class:`BadQuery` or 404 with the :class:`NotFound` it raised."""
@@ -48,6 +64,8 @@ def answering(read: Callable[[Mapping[str, str]], Awaitable[Any]]) -> Answer:
             return 400, {"detail": str(bad)}
         except NotFound as missing:
             return 404, {"detail": str(missing)}
+        except Conflict as refused:
+            return 409, {"detail": str(refused)}
 
     return answer
 
@@ -202,3 +220,86 @@ def inbox_route(sessions: async_sessionmaker[AsyncSession]) -> OperatorRoute:
         }
 
     return OperatorRoute("GET", INBOX_PATH, answering(handled))
+
+
+def dead_letter_document(letter: StoredDeadLetter) -> dict[str, Any]:
+    """A dead letter as JSON: the body byte for byte (base64), and as text to read."""
+    return {
+        "id": letter.id,
+        "group": letter.group,
+        "source": letter.source,
+        "message_type": letter.message_type,
+        "key": letter.key,
+        "error_type": letter.error_type,
+        "error_message": letter.error_message,
+        "attempts": letter.attempts,
+        "first_failure_at": iso(letter.first_failure_at),
+        "last_failure_at": iso(letter.last_failure_at),
+        "truncated": letter.truncated,
+        "whole_body_size": letter.whole_body_size,
+        "headers": dict(letter.headers),
+        "body": letter.body.decode("utf-8", errors="replace"),
+        "body_base64": base64.b64encode(letter.body).decode("ascii"),
+    }
+
+
+def dead_letter_routes(
+    store: Callable[[], DeadLetterStore], groups: Sequence[str]
+) -> list[OperatorRoute]:
+    """The dead letters of ``groups`` (a worker's consumers) in ``store()`` (its transport's,
+    asked once the transport has started):
+
+    - ``GET /internal/v1/dead-letters[?group=…&message_type=…&error_type=…]``: oldest first
+      within each group;
+    - ``GET /internal/v1/dead-letters/{group}/{letter_id}``: one;
+    - ``POST /internal/v1/dead-letters/{group}/{letter_id}/redrive``: back to that consumer
+      alone (409 for one kept truncated);
+    - ``POST /internal/v1/dead-letters/{group}/{letter_id}/purge``: removed for good.
+    """
+    known = tuple(groups)
+
+    def letters_of(group: str) -> DeadLetters:
+        if group not in known:
+            raise BadQuery(f"group {group!r} is none of this worker's ({', '.join(known)})")
+        return DeadLetters(store(), group)
+
+    async def listed(query: Mapping[str, str]) -> dict[str, Any]:
+        chosen = [query["group"]] if query.get("group") else list(known)
+        where = DeadLetterFilter(
+            message_type=query.get("message_type") or None,
+            error_type=query.get("error_type") or None,
+        )
+        found = [letter for group in chosen for letter in await letters_of(group).list(where)]
+        return {"dead_letters": [dead_letter_document(letter) for letter in found]}
+
+    async def one(query: Mapping[str, str]) -> dict[str, Any]:
+        letters = letters_of(query["group"])
+        try:
+            return dead_letter_document(await letters.show(query["letter_id"]))
+        except KeyError as missing:
+            raise NotFound(str(missing).strip("'\"")) from None
+
+    async def redrive(query: Mapping[str, str]) -> dict[str, Any]:
+        letters = letters_of(query["group"])
+        try:
+            return dead_letter_document(await letters.redrive_one(query["letter_id"]))
+        except KeyError as missing:
+            raise NotFound(str(missing).strip("'\"")) from None
+        except ValueError as truncated:
+            raise Conflict(str(truncated)) from None
+
+    async def purge(query: Mapping[str, str]) -> dict[str, Any]:
+        letters = letters_of(query["group"])
+        try:
+            letter = await letters.show(query["letter_id"])
+        except KeyError as missing:
+            raise NotFound(str(missing).strip("'\"")) from None
+        await letters.store.purge(letters.group, [letter])
+        return dead_letter_document(letter)
+
+    return [
+        OperatorRoute("GET", DEAD_LETTERS_PATH, answering(listed)),
+        OperatorRoute("GET", DEAD_LETTER_PATH, answering(one)),
+        OperatorRoute("POST", f"{DEAD_LETTER_PATH}/redrive", answering(redrive)),
+        OperatorRoute("POST", f"{DEAD_LETTER_PATH}/purge", answering(purge)),
+    ]

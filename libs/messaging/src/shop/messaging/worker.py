@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging.breaker import BreakerState, CircuitBreaker
 from shop.messaging.health import HealthServer, OperatorRoute
+from shop.messaging.internal import dead_letter_routes
 from shop.messaging.metrics import Metrics
 from shop.messaging.middlewares import Middleware
 from shop.messaging.pipeline import OutcomeObserver, Pipeline
@@ -60,7 +61,9 @@ class Worker:
         :func:`~shop.messaging.pipeline.standard_middlewares`, just around each handler
         (inside its transaction, for a transactional subscriber).
         ``routes``: the service's own operator routes on the health port, behind
-        ``operator_token`` when given (:class:`~shop.messaging.health.HealthServer`). ``jobs``: what
+        ``operator_token`` when given (:class:`~shop.messaging.health.HealthServer`), beside
+        the dead letters of its consumers (:func:`~shop.messaging.internal.dead_letter_routes`).
+        ``jobs``: what
         runs beside the consumers (a periodic task, say) until the worker stops: each is
         given an event set at the stop and must return soon after. ``on_close``: what to
         close once everything has stopped (the service's database engine, say), in
@@ -111,7 +114,13 @@ class Worker:
                 self.readiness,
                 host=health_host,
                 port=health_port,
-                routes=routes,
+                # Every worker serves its own consumers' dead letters, in the same shape.
+                routes=[
+                    *routes,
+                    *dead_letter_routes(
+                        lambda: transport.dead_letter_store, [router.group for router in routers]
+                    ),
+                ],
                 operator_token=operator_token,
             )
             if health_port is not None
