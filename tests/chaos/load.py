@@ -24,10 +24,8 @@ from typing import Any, Final, Literal
 import asyncpg
 import httpx
 
-from shop.ops.databases import connected
-from shop.ops.errors import OpsError
 from shop.ops.payments import PaymentDue
-from shop.ops.settings import PAYMENT_SERVICE, OpsSettings
+from shop.ops.settings import OpsSettings
 from shop.ops.tokens import customer_token
 from shop.simulators import gateway
 
@@ -135,8 +133,18 @@ def _unless_otherwise(draw: float) -> Plan:
 class Load:
     """Runs the planned orders at ``rate`` checkouts a second, each to its end."""
 
-    def __init__(self, settings: OpsSettings, orders: list[PlannedOrder], rate: float) -> None:
+    def __init__(
+        self,
+        settings: OpsSettings,
+        orders: list[PlannedOrder],
+        rate: float,
+        *,
+        payment_database_url: str = "",
+    ) -> None:
+        """``payment_database_url``: payment-service's own database, where the customers who
+        let the window pass see their payment expire (the suite reads the real stores)."""
         self.settings = settings
+        self.payment_database_url = payment_database_url
         self.orders = orders
         self.rate = rate
         self.figures = LoadFigures()
@@ -338,12 +346,15 @@ class Load:
         restart (connected again, as any client would)."""
         while True:
             try:
-                async with connected(self.settings, PAYMENT_SERVICE) as payments_db:
+                payments_db = await asyncpg.connect(self.payment_database_url, timeout=10)
+                try:
                     while True:
                         await self._tell_the_waiting(payments_db)
                         await asyncio.sleep(0.25)
+                finally:
+                    await payments_db.close()
             except (
-                OpsError,
+                TimeoutError,
                 OSError,
                 asyncpg.PostgresError,
                 asyncpg.InterfaceError,

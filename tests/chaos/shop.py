@@ -115,6 +115,9 @@ class ChaosShop:
         )
         self.replicas: list[Replica] = []
         self.shop_env: dict[str, str] = {}
+        self.database_urls: dict[str, str] = {}
+        """Each service's own database, by package (``order``, …): the suite reads its
+        invariants off the real stores; shopctl and the console never do."""
         self.mail_dir = workdir / "mail"
         self._frozen = False
 
@@ -127,6 +130,10 @@ class ChaosShop:
         placeholders = Placeholders(endpoints, self.workdir, preferred_ports=False)
         procfile = load(PROCFILE, placeholders, transport=self.transport)
         self.shop_env = procfile.shop_env
+        self.database_urls = {
+            package: placeholders.resolve(f"{{database_url:shop_{package}}}")
+            for package in ("order", "payment", "notification")
+        }
         procfile.write_shop_env(self.workdir)
         base_env = {**os.environ, **self.extra_env}
         logs = self.workdir / "logs"

@@ -113,11 +113,11 @@ def test_the_shop_keeps_its_promises_under_fire(
 async def under_fire(
     shop: ChaosShop, settings: OpsSettings
 ) -> tuple[list[Invariant], list[tuple[str, str]]]:
-    order_db = settings.order_database_url
+    order_db = shop.database_urls["order"]
     initial_stock = await enough_stock(order_db, units=ORDERS * 5)
     poison = await poison_the_bus(settings)
     orders = plan_orders(ORDERS, settings, wrong_amounts=WRONG_AMOUNTS, seed=SEED)
-    load = Load(settings, orders, RATE)
+    load = Load(settings, orders, RATE, payment_database_url=shop.database_urls["payment"])
     monkey = Monkey(
         shop,
         load.figures,
@@ -266,9 +266,9 @@ async def read_shop(shop: ChaosShop, settings: OpsSettings, orders: list[Planned
     """The services' databases, the SMTP sink's folder and the refunds of the orders paid
     late at the gateway (no dead letters): what a drain waits for, quick to read again."""
     reading = await read(
-        settings.order_database_url,
-        settings.payment_database_url,
-        settings.notification_database_url,
+        shop.database_urls["order"],
+        shop.database_urls["payment"],
+        shop.database_urls["notification"],
         shop.mail_dir,
     )
     late = [order for order in orders if order.plan == "late"]

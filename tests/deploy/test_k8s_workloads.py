@@ -437,7 +437,8 @@ def test_secrets_are_only_ever_referenced(objects: list[Manifest]) -> None:
 def test_a_secret_written_into_a_manifest_is_caught(objects: list[Manifest]) -> None:
     changed = copy.deepcopy(objects)
     api = pod_spec(named_object(changed, "Deployment", "order-api"))["containers"][0]
-    api["env"][1] = {"name": "SHOP_ORDER_JWT_SECRET", "value": "hunter2hunter2hunter2"}
+    [jwt] = [i for i, e in enumerate(api["env"]) if e["name"] == "SHOP_ORDER_JWT_SECRET"]
+    api["env"][jwt] = {"name": "SHOP_ORDER_JWT_SECRET", "value": "hunter2hunter2hunter2"}
     changed.append({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "leaked"}})
 
     assert secret_problems(changed) == [

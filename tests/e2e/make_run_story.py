@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from shop.devstack.load import run_demo
 from shop.devstack.spans import read_spans
 from shop.messaging.tracing import MESSAGE_KEY, RETRY_SCHEDULED
-from shop.ops.demo import run_demo
 
 from .shop_stack import RunningShop, http, until
 

@@ -170,12 +170,8 @@ class RunningShop:
         """The customer pays ``order`` at the development payment gateway, for the amount
         payment-service opened its payment for: the gateway records the charge and notifies
         payment-service; False while payment-service has not opened the payment yet."""
-        reading = OpsSettings(
-            environment="development",
-            payment_database_url=self.env["SHOP_OPS_PAYMENT_DATABASE_URL"],
-        )
         try:
-            due = asyncio.run(payment_due(reading, str(order["number"])))
+            due = asyncio.run(payment_due(self.ops_settings(), str(order["number"])))
         except NoPaymentOpened:
             return False  # its OrderCreated has not reached payment-service yet
         payment = gateway.Payment(due.order_id, due.amount, due.currency)

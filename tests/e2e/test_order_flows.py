@@ -33,18 +33,17 @@ from email.parser import BytesHeaderParser
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
-from shop.ops.databases import connected
 from shop.ops.deadletters import DeadLetterEntry, DeadLetterQuery, list_dead_letters
-from shop.ops.payments import signing_keys
+from shop.ops.internal import listed_by_ids, operator_port
 from shop.ops.reconciliation import Reconciliation, reconcile
 from shop.ops.refunds import RefundByHand, record_refund_by_hand
 from shop.ops.settings import ORDER_SERVICE, PAYMENT_SERVICE, OpsSettings
 from shop.ops.tokens import customer_token
+from shop.payment.settings import DEVELOPMENT_MIDTRANS_SERVER_KEY, DEVELOPMENT_WEBHOOK_SECRET
 from shop.simulators import gateway
 from shop.simulators.gateway import Answer, Format, Notice
 
@@ -95,6 +94,12 @@ SUBJECTS = {
 
 Order = dict[str, Any]
 """An order as the order API answers it (``id``, ``number``, ``status``, ``total`` …)."""
+
+DEVELOPMENT_KEYS = gateway.SigningKeys(
+    webhook_secret=DEVELOPMENT_WEBHOOK_SECRET, midtrans_server_key=DEVELOPMENT_MIDTRANS_SERVER_KEY
+)
+"""What a gateway signs with for payment-service as make run starts it (its development
+defaults): the crafted notifications of these tests, posted straight to its webhooks."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +167,7 @@ class Shop:
         :func:`shop.simulators.gateway.notices`). The gateway knows the order's id, total
         and currency from the checkout's answer, as the frontend handed them over."""
         payment = gateway.Payment(uuid.UUID(order["id"]), order["total"], order["currency"])
-        return gateway.notices(payment, signing_keys(self.ops), **how)
+        return gateway.notices(payment, DEVELOPMENT_KEYS, **how)
 
     def send(self, sequence: list[Notice], *, concurrently: bool = False) -> list[Answer]:
         """Post crafted notifications straight to payment-service's webhooks."""
@@ -187,66 +192,68 @@ class Shop:
             gateway.notify_again(self.ops.gateway_url, uuid.UUID(order["id"]), **how)
         )
 
-    # -- the services' own databases ------------------------------------------------------
+    # -- the services, as their internal APIs tell (what shopctl reads) ------------------
 
-    def _fetch(self, service: str, query: str, *arguments: object) -> list[asyncpg.Record]:
-        async def fetch() -> list[asyncpg.Record]:
-            async with connected(self.ops, service) as connection:
-                return list(await connection.fetch(query, *arguments))
+    def _internal(self, service: str, path: str, **params: str) -> Any:
+        async def ask() -> Any:
+            async with operator_port(self.ops, service) as port:
+                return await port.get(path, params)
 
-        return asyncio.run(fetch())
+        return asyncio.run(ask())
 
-    def payment(self, order: Order) -> asyncpg.Record | None:
+    def payment(self, order: Order) -> dict[str, Any] | None:
         """The payment payment-service opened for ``order``: None until it has."""
-        rows = self._fetch(
-            PAYMENT_SERVICE,
-            "SELECT status, amount, currency, flagged FROM payments WHERE order_id = $1",
-            uuid.UUID(order["id"]),
-        )
-        return rows[0] if rows else None
+        found = self._internal(PAYMENT_SERVICE, f"/internal/v1/orders/{order['id']}/payments")
+        return found["payments"][0] if found["payments"] else None
 
     def payment_status(self, order: Order) -> str | None:
         payment = self.payment(order)
         return None if payment is None else str(payment["status"])
 
-    def notifications(self, order: Order) -> list[asyncpg.Record]:
+    def notifications(self, order: Order) -> list[dict[str, Any]]:
         """The gateway's notifications payment-service kept about ``order``, each with the
         outcome of applying it (None until its worker has)."""
-        return self._fetch(
-            PAYMENT_SERVICE,
-            "SELECT provider_event_id, outcome FROM payment_events WHERE order_id = $1",
-            uuid.UUID(order["id"]),
-        )
+        found = self._internal(PAYMENT_SERVICE, f"/internal/v1/orders/{order['id']}/payments")
+        return list(found["notifications"])
 
-    def applied_notifications(self, order: Order, count: int) -> list[asyncpg.Record] | None:
+    def applied_notifications(self, order: Order, count: int) -> list[dict[str, Any]] | None:
         """The ``count`` notifications kept about ``order`` once every one of them is
         applied; None until then."""
         kept = self.notifications(order)
         done = len(kept) == count and all(row["outcome"] is not None for row in kept)
         return kept if done else None
 
-    def conflicts(self, order: Order) -> list[asyncpg.Record]:
+    def conflicts(self, order: Order) -> list[dict[str, Any]]:
         """The payments order-service refused to apply to ``order``, for a person to settle."""
-        return self._fetch(
-            ORDER_SERVICE,
-            "SELECT action, order_status, amount, currency FROM payment_conflicts "
-            "WHERE order_id = $1",
-            uuid.UUID(order["id"]),
-        )
+        found = self._internal(ORDER_SERVICE, f"/internal/v1/orders/{order['id']}")
+        return list(found["payment_conflicts"])
 
     def published(self, service: str, order: Order) -> Counter[str]:
         """How many messages of each type ``service`` put in its outbox about ``order``
         (the only way it publishes anything)."""
-        rows = self._fetch(
-            service, "SELECT message_type FROM outbox WHERE key = $1", str(order["id"])
-        )
-        return Counter(str(row["message_type"]) for row in rows)
+        found = self._internal(service, "/internal/v1/outbox/messages", key=str(order["id"]))
+        return Counter(str(message["message_type"]) for message in found["messages"])
 
     def every_order_has_its_payment(self) -> bool:
-        """Whether payment-service has opened a payment for every order placed so far."""
-        placed = self._fetch(ORDER_SERVICE, "SELECT count(*) AS n FROM orders")[0]["n"]
-        opened = self._fetch(PAYMENT_SERVICE, "SELECT count(*) AS n FROM payments")[0]["n"]
-        return bool(opened >= placed)
+        """Whether payment-service has opened a payment for every order placed so far (the
+        stack's newest 200: more than these tests place)."""
+
+        async def each_paid_for() -> bool:
+            async with (
+                operator_port(self.ops, ORDER_SERVICE) as orders,
+                operator_port(self.ops, PAYMENT_SERVICE) as payments,
+            ):
+                placed = (await orders.get("/internal/v1/orders", {"limit": "200"}))["orders"]
+                opened = await listed_by_ids(
+                    payments,
+                    "/internal/v1/payments",
+                    name="order_ids",
+                    ids=[order["id"] for order in placed],
+                    field="payments",
+                )
+            return len(opened) >= len(placed)
+
+        return asyncio.run(each_paid_for())
 
     def window_over(self, order: Order) -> bool:
         """Whether payment-worker has handled ``order``'s payment window ending (its
@@ -596,7 +603,7 @@ def a_signed_cancel_edited_into_a_settlement_pays_nothing_and_is_flagged(shop: S
     # Whoever holds that signed body edits its status: the signature still holds.
     genuine = gateway.midtrans_notice(
         gateway.Payment(uuid.UUID(order["id"]), order["total"], order["currency"]),
-        signing_keys(shop.ops).midtrans_server_key,
+        DEVELOPMENT_KEYS.midtrans_server_key,
         status="cancel",
         amount=order["total"],
         transaction_id=transaction,

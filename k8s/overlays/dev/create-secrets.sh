@@ -18,7 +18,7 @@ fi
 
 random() { python3 -c 'import secrets; print(secrets.token_urlsafe(32))'; }
 
-superuser=$(random); order=$(random); payment=$(random); notification=$(random); ops=$(random)
+superuser=$(random); order=$(random); payment=$(random); notification=$(random)
 console_password=$(random)
 console_hash=$(printf '%s\n' "$console_password" | .venv/bin/python -m shop.console hash-password --stdin)
 
@@ -26,8 +26,7 @@ url() { echo "postgresql://$1:$2@postgres:5432/$3"; }
 
 $kubectl create secret generic postgres-passwords \
     --from-literal=superuser="$superuser" --from-literal=order="$order" \
-    --from-literal=payment="$payment" --from-literal=notification="$notification" \
-    --from-literal=ops="$ops"
+    --from-literal=payment="$payment" --from-literal=notification="$notification"
 $kubectl create secret generic order-service-secrets \
     --from-literal=database-url="$(url shop_order "$order" shop_order)" \
     --from-literal=jwt-secret="$(random)"
@@ -38,11 +37,9 @@ $kubectl create secret generic payment-service-secrets \
     --from-literal=shop-gateway-api-key="$(random)"
 $kubectl create secret generic notification-service-secrets \
     --from-literal=database-url="$(url shop_notification "$notification" shop_notification)"
+$kubectl create secret generic operator-token --from-literal=token="$(random)"
 $kubectl create secret generic console-secrets \
     --from-literal=admin-password-hash="$console_hash" \
-    --from-literal=session-secret="$(random)" \
-    --from-literal=order-database-url="$(url shop_ops "$ops" shop_order)" \
-    --from-literal=payment-database-url="$(url shop_ops "$ops" shop_payment)" \
-    --from-literal=notification-database-url="$(url shop_ops "$ops" shop_notification)"
+    --from-literal=session-secret="$(random)"
 
 echo "console login: admin / $console_password (shown once)"

@@ -1,5 +1,6 @@
 """The shop's own consumer groups, on a real broker, behind a namespace of each test's own;
-the services' own databases, made with their own tables.
+the services' own databases, made with their own tables, and each service's internal API
+served on them as its worker serves it (what ``shop.ops`` reads; never the tables).
 
 ``unique_name``, ``postgres_server``, ``kafka_cluster`` and ``aws_endpoint`` come from the
 devstack's pytest plugin (``shop.devstack.pytest_plugin``; see libs/devstack/README.md)."""
@@ -7,14 +8,16 @@ devstack's pytest plugin (``shop.devstack.pytest_plugin``; see libs/devstack/REA
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 from sqlalchemy import MetaData
-from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 
 from shop.contracts import Envelope, OrderCreated, OrderPaid, encode, examples, wrap
 from shop.devstack.aws import AwsEndpoint
@@ -23,13 +26,28 @@ from shop.devstack.postgres import PostgresServer
 from shop.messaging import KafkaSettings, MessagingSettings, Naming, SqsSettings, create_transport
 from shop.messaging.asyncapi import discover
 from shop.messaging.deadletters import dead_letter_headers
+from shop.messaging.health import OperatorRoute
 from shop.messaging.message import Delivery
 from shop.messaging.outbox import message_headers
 from shop.messaging.outcome import DeadLetter, Failure
 from shop.messaging.pipeline import Pipeline
+from shop.messaging.testing import operator_port
 from shop.messaging.transports.kafka.client import KafkaClient
 from shop.messaging.transports.sqs import SqsTransport
 from shop.messaging.transports.sqs.client import SqsClient
+from shop.notification.internal import internal_routes as notification_routes
+from shop.ops.settings import OpsSettings
+from shop.order.internal import internal_routes as order_routes
+from shop.payment.internal import internal_routes as payment_routes
+
+OPERATOR_TOKEN = "the-operator-token-of-the-ops-tests-0123"
+INTERNAL_ROUTES: dict[
+    str, Callable[[async_sessionmaker[AsyncSession]], Sequence[OperatorRoute]]
+] = {
+    "order-service": order_routes,
+    "payment-service": payment_routes,
+    "notification-service": notification_routes,
+}
 
 
 def on_broker(kind: str, namespace: str, request: pytest.FixtureRequest) -> MessagingSettings:
@@ -159,3 +177,33 @@ async def create_all(url: str, metadata: list[MetaData]) -> None:
                 await connection.run_sync(each.create_all)
     finally:
         await engine.dispose()
+
+
+@pytest.fixture
+async def internal_apis(service_databases: dict[str, str]) -> AsyncIterator[dict[str, str]]:
+    """Each service's internal API on its database, behind :data:`OPERATOR_TOKEN`, served
+    as its worker serves it: the base URL of each, by service name."""
+    async with AsyncExitStack() as stack:
+        urls = {}
+        for service, routes in INTERNAL_ROUTES.items():
+            engine = create_async_engine(
+                service_databases[service].replace("postgresql://", "postgresql+asyncpg://", 1)
+            )
+            stack.push_async_callback(engine.dispose)
+            sessions = async_sessionmaker(engine, expire_on_commit=False)
+            urls[service] = await stack.enter_async_context(
+                operator_port(routes(sessions), token=OPERATOR_TOKEN)
+            )
+        yield urls
+
+
+def reading(urls: dict[str, str], messaging: MessagingSettings | None = None) -> OpsSettings:
+    """Settings of ``shop.ops`` that read the services through ``urls`` (their internal APIs)."""
+    return OpsSettings(
+        environment="test",
+        order_worker_url=urls["order-service"],
+        payment_worker_url=urls["payment-service"],
+        notification_worker_url=urls["notification-service"],
+        operator_token=SecretStr(OPERATOR_TOKEN),
+        messaging=messaging or MessagingSettings(transport="memory"),
+    )

@@ -1,3 +1,6 @@
+"""Each publishing service's outbox, read through its internal API from rows seeded as the
+relay keeps them."""
+
 from __future__ import annotations
 
 import json
@@ -7,9 +10,8 @@ import asyncpg
 
 from shop.messaging.schema import metadata as messaging_metadata
 from shop.ops.outbox import OutboxStatus, outbox_status
-from shop.ops.settings import OpsSettings
 
-from .conftest import create_all
+from .conftest import create_all, reading
 
 _ROW = """
     INSERT INTO outbox (event_id, key, message_type, headers, body, created_at, published_at,
@@ -40,19 +42,14 @@ async def add_rows(url: str, *, unsent_ages: list[float], scheduled: int, sent: 
 
 
 async def test_each_outbox_tells_its_backlog_its_oldest_row_its_schedule_and_what_it_keeps(
-    service_databases: dict[str, str],
+    service_databases: dict[str, str], internal_apis: dict[str, str]
 ) -> None:
     for service in ("order-service", "payment-service"):
         await create_all(service_databases[service], [messaging_metadata])
     await add_rows(service_databases["order-service"], unsent_ages=[5, 40], scheduled=3, sent=4)
     await add_rows(service_databases["payment-service"], unsent_ages=[], scheduled=0, sent=1)
-    settings = OpsSettings(
-        environment="test",
-        order_database_url=service_databases["order-service"],
-        payment_database_url=service_databases["payment-service"],
-        # notification-service has no outbox: its database is never asked.
-        notification_database_url="postgresql://postgres@127.0.0.1:1/none",
-    )
+    # notification-service has no outbox: it is never asked.
+    settings = reading(internal_apis | {"notification-service": "http://127.0.0.1:1"})
 
     order, payment = await outbox_status(settings)
 
@@ -68,16 +65,11 @@ async def test_each_outbox_tells_its_backlog_its_oldest_row_its_schedule_and_wha
 
 
 async def test_an_empty_outbox_has_no_backlog_and_no_age(
-    service_databases: dict[str, str],
+    service_databases: dict[str, str], internal_apis: dict[str, str]
 ) -> None:
     for service in ("order-service", "payment-service"):
         await create_all(service_databases[service], [messaging_metadata])
-    settings = OpsSettings(
-        environment="test",
-        order_database_url=service_databases["order-service"],
-        payment_database_url=service_databases["payment-service"],
-    )
-    assert await outbox_status(settings) == [
+    assert await outbox_status(reading(internal_apis)) == [
         OutboxStatus("order-service", 0, 0.0, 0, 0),
         OutboxStatus("payment-service", 0, 0.0, 0, 0),
     ]

@@ -1,5 +1,5 @@
-"""One order's timeline, from rows seeded as each service writes them in its own database,
-and a dead letter about it on the bus."""
+"""One order's timeline, read through each service's internal API from rows seeded as the
+service writes them in its own database, and a dead letter about it on the bus."""
 
 from __future__ import annotations
 
@@ -9,15 +9,21 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from shop.messaging import MessagingSettings
 from shop.notification.adapters.tables import metadata as notification_metadata
 from shop.ops.errors import OpsError
-from shop.ops.settings import OpsSettings
 from shop.ops.timeline import TimelineEntry, order_timeline
 from shop.order.adapters.tables import ALL_METADATA as ORDER_METADATA
 from shop.payment.adapters.tables import ALL_METADATA as PAYMENT_METADATA
 
-from .conftest import Seeded, add_dead_letters, create_all, declare, on_broker, order_created
+from .conftest import (
+    Seeded,
+    add_dead_letters,
+    create_all,
+    declare,
+    on_broker,
+    order_created,
+    reading,
+)
 
 ORDER = uuid.uuid4()
 PAYMENT = uuid.uuid4()
@@ -113,24 +119,12 @@ async def seed(urls: dict[str, str]) -> None:
         await notification.close()
 
 
-def settings_of(urls: dict[str, str], messaging: MessagingSettings | None = None) -> OpsSettings:
-    return OpsSettings(
-        environment="test",
-        order_database_url=urls["order-service"],
-        payment_database_url=urls["payment-service"],
-        notification_database_url=urls["notification-service"],
-        messaging=messaging or MessagingSettings(transport="memory"),
-    )
-
-
 async def test_an_orders_timeline_gathers_every_service_in_time_order(
-    service_databases: dict[str, str],
+    service_databases: dict[str, str], internal_apis: dict[str, str]
 ) -> None:
     await seed(service_databases)
 
-    timeline = await order_timeline(
-        settings_of(service_databases), ORDER, include_dead_letters=False
-    )
+    timeline = await order_timeline(reading(internal_apis), ORDER, include_dead_letters=False)
 
     assert [(e.at, e.service, e.what) for e in timeline] == [
         (at(0), "order-service", "order placed"),
@@ -161,9 +155,11 @@ async def test_an_orders_timeline_gathers_every_service_in_time_order(
     assert "due 2026-12-03T10:00:00+00:00" in details["order.cancel_unpaid added to the outbox"]
 
 
-async def test_an_order_is_found_by_its_number_too(service_databases: dict[str, str]) -> None:
+async def test_an_order_is_found_by_its_number_too(
+    service_databases: dict[str, str], internal_apis: dict[str, str]
+) -> None:
     await seed(service_databases)
-    settings = settings_of(service_databases)
+    settings = reading(internal_apis)
     by_number = await order_timeline(settings, "sk-7kq4-m2xd", include_dead_letters=False)
     assert by_number == await order_timeline(settings, str(ORDER), include_dead_letters=False)
     with pytest.raises(OpsError, match="no order numbered 'SK-0000-0000'"):
@@ -172,7 +168,10 @@ async def test_an_order_is_found_by_its_number_too(service_databases: dict[str, 
 
 
 async def test_the_dead_letters_about_the_order_are_on_its_timeline(
-    service_databases: dict[str, str], request: pytest.FixtureRequest, unique_name: str
+    service_databases: dict[str, str],
+    internal_apis: dict[str, str],
+    request: pytest.FixtureRequest,
+    unique_name: str,
 ) -> None:
     await seed(service_databases)
     messaging = on_broker("kafka", unique_name, request)
@@ -183,7 +182,7 @@ async def test_the_dead_letters_about_the_order_are_on_its_timeline(
         Seeded("notification-service", order_created(), "EmailRejected", "another order"),
     )
 
-    timeline = await order_timeline(settings_of(service_databases, messaging), ORDER)
+    timeline = await order_timeline(reading(internal_apis, messaging), ORDER)
 
     letters = [e for e in timeline if e.what.startswith("dead letter")]
     assert len(letters) == 1
@@ -194,8 +193,18 @@ async def test_the_dead_letters_about_the_order_are_on_its_timeline(
     assert isinstance(letters[0], TimelineEntry)
 
 
-async def test_a_database_without_the_services_tables_says_so(
-    service_databases: dict[str, str],
+async def test_a_service_that_cannot_answer_says_so_in_one_line(
+    internal_apis: dict[str, str],
 ) -> None:
-    with pytest.raises(OpsError, match="has it been migrated"):
-        await order_timeline(settings_of(service_databases), ORDER, include_dead_letters=False)
+    # Its database was never migrated: the service answers 500, which is said as it is.
+    with pytest.raises(OpsError, match="order-service's worker answered 500"):
+        await order_timeline(reading(internal_apis), ORDER, include_dead_letters=False)
+
+
+async def test_without_the_operator_token_the_services_are_not_read(
+    service_databases: dict[str, str], internal_apis: dict[str, str]
+) -> None:
+    await seed(service_databases)
+    anonymous = reading(internal_apis).model_copy(update={"operator_token": None})
+    with pytest.raises(OpsError, match="refused the operator token"):
+        await order_timeline(anonymous, ORDER, include_dead_letters=False)

@@ -14,8 +14,7 @@ from shop.contracts import ConsumerGroup
 from shop.messaging import Naming
 from shop.messaging.asyncapi import discover
 from shop.messaging.transports.kafka.topology import delay_topics, event_topics
-from shop.ops.demo import Percentiles, parse_latency
-from shop.ops.errors import OpsError, Unreachable, redacted
+from shop.ops.errors import Unreachable, redacted
 from shop.ops.render import jsonable, moment, seconds
 from shop.ops.services import consumer_groups, in_namespace, service_of, shop_services
 from shop.ops.settings import OpsSettings
@@ -64,26 +63,6 @@ def test_moments_read_to_the_second_in_utc_or_their_own_offset() -> None:
     wib = timezone(timedelta(hours=7))
     assert moment(datetime(2026, 12, 3, 16, 30, tzinfo=wib)) == "2026-12-03 16:30:00+07:00"
     assert moment(None) == "-"
-
-
-@pytest.mark.parametrize(
-    ("text", "bounds"), [("0.3-3", (0.3, 3.0)), ("1", (1.0, 1.0)), (" 0-0.5 ", (0.0, 0.5))]
-)
-def test_an_email_latency_is_a_range_of_seconds(text: str, bounds: tuple[float, float]) -> None:
-    assert parse_latency(text) == bounds
-
-
-@pytest.mark.parametrize("text", ["fast", "3-1", "-1-2", ""])
-def test_a_latency_that_is_no_range_is_refused_in_one_line(text: str) -> None:
-    with pytest.raises(OpsError, match="latency"):
-        parse_latency(text)
-
-
-def test_percentiles_are_taken_by_nearest_rank() -> None:
-    values = [float(n) for n in range(1, 101)]
-    assert Percentiles.of(values) == Percentiles(count=100, p50=50, p95=95, p99=99, max=100)
-    assert Percentiles.of([0.2]) == Percentiles(count=1, p50=0.2, p95=0.2, p99=0.2, max=0.2)
-    assert Percentiles.of([]) is None
 
 
 def test_a_password_never_reaches_a_message() -> None:

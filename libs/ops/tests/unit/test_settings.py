@@ -6,26 +6,22 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from shop.ops import settings as ops
 from shop.ops.settings import OpsSettings
-from shop.order.settings import DEVELOPMENT_JWT_SECRET
-from shop.payment.settings import DEVELOPMENT_MIDTRANS_SERVER_KEY, DEVELOPMENT_WEBHOOK_SECRET
+from shop.simulators.identity import DEVELOPMENT_SIGNING_KEY
 
 
-def test_defaults_point_at_a_shop_on_this_machine_with_the_development_secrets() -> None:
+def test_defaults_point_at_a_shop_on_this_machine_with_the_identity_providers_key() -> None:
     settings = OpsSettings(environment="test")
     assert settings.order_api_url == "http://127.0.0.1:8001"
     assert settings.messaging.transport == "kafka"
-    assert settings.jwt_secret.get_secret_value() == DEVELOPMENT_JWT_SECRET
-    assert settings.payment_webhook_secret.get_secret_value() == DEVELOPMENT_WEBHOOK_SECRET
-    assert settings.midtrans_server_key.get_secret_value() == DEVELOPMENT_MIDTRANS_SERVER_KEY
+    assert settings.jwt_secret.get_secret_value() == DEVELOPMENT_SIGNING_KEY
+    assert settings.operator_token is None
     assert settings.mail_dir is None
 
 
-def test_the_development_secrets_are_the_services_own_development_defaults() -> None:
-    assert ops.ORDER_DEVELOPMENT_JWT_SECRET == DEVELOPMENT_JWT_SECRET
-    assert ops.PAYMENT_DEVELOPMENT_WEBHOOK_SECRET == DEVELOPMENT_WEBHOOK_SECRET
-    assert ops.PAYMENT_DEVELOPMENT_MIDTRANS_SERVER_KEY == DEVELOPMENT_MIDTRANS_SERVER_KEY
+def test_no_service_secret_is_held() -> None:
+    held = {name for name, field in OpsSettings.model_fields.items() if "Secret" in str(field)}
+    assert held == {"jwt_secret", "operator_token"}
 
 
 def test_variables_are_read_with_the_prefix_and_nested_with_double_underscores(
@@ -62,20 +58,12 @@ def test_the_env_file_named_by_its_variable_is_read_and_variables_win_over_it(
     assert settings.mail_dir == tmp_path / "mail"
 
 
-def test_each_service_has_its_own_database_and_worker() -> None:
-    settings = OpsSettings(
-        environment="test",
-        order_database_url="postgresql://o/order",
-        payment_database_url="postgresql://p/payment",
-        notification_database_url="postgresql://n/notification",
-        notification_worker_url="http://127.0.0.1:19103",
-    )
-    assert settings.database_url("order-service") == "postgresql://o/order"
-    assert settings.database_url("payment-service") == "postgresql://p/payment"
-    assert settings.database_url("notification-service") == "postgresql://n/notification"
+def test_each_service_is_read_through_its_worker_and_no_database_is_configured() -> None:
+    settings = OpsSettings(environment="test", notification_worker_url="http://127.0.0.1:19103")
     assert settings.worker_url("notification-service") == "http://127.0.0.1:19103"
     with pytest.raises(KeyError, match="stock-service"):
-        settings.database_url("stock-service")
+        settings.worker_url("stock-service")
+    assert not [name for name in OpsSettings.model_fields if "database" in name]
 
 
 def test_a_transport_the_library_does_not_know_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -119,8 +107,7 @@ def test_production_needs_none_of_the_development_tools_secrets() -> None:
     ("field", "variable"),
     [
         ("jwt_secret", "SHOP_OPS_JWT_SECRET"),
-        ("payment_webhook_secret", "SHOP_OPS_PAYMENT_WEBHOOK_SECRET"),
-        ("midtrans_server_key", "SHOP_OPS_MIDTRANS_SERVER_KEY"),
+        ("operator_token", "SHOP_OPS_OPERATOR_TOKEN"),
     ],
 )
 @pytest.mark.parametrize(
@@ -140,4 +127,4 @@ def test_production_refuses_a_weak_secret_it_is_given_by_name(
 
 def test_production_refuses_a_development_secret_given_on_purpose() -> None:
     with pytest.raises(ValidationError, match="SHOP_OPS_JWT_SECRET must not be the development"):
-        OpsSettings(environment="production", jwt_secret=SecretStr(DEVELOPMENT_JWT_SECRET))
+        OpsSettings(environment="production", jwt_secret=SecretStr(DEVELOPMENT_SIGNING_KEY))

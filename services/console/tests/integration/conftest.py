@@ -1,6 +1,8 @@
 """The real parts the console reads, made for one test: the three services' own databases
 (migrated by each service's own ``migrate`` command), an order placed in order-service's,
-with its ``OrderCreated`` in the outbox, and the ops settings pointing at all of it.
+with its ``OrderCreated`` in the outbox, each service's internal API served on its database
+as its worker serves it (the console reads the services through them alone), and the ops
+settings pointing at all of it.
 
 ``postgres_server``, ``kafka_cluster`` and ``unique_name`` come from the devstack's pytest
 plugin (see libs/devstack/README.md)."""
@@ -13,7 +15,7 @@ import re
 import sys
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +25,7 @@ import pytest
 from fastapi import FastAPI
 from pydantic import SecretStr
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shop.console.domain.passwords import hash_password
 from shop.console.settings import ConsoleSettings
@@ -31,8 +34,12 @@ from shop.database import create_engine, session_factory
 from shop.devstack.kafka import KafkaCluster
 from shop.devstack.postgres import PostgresServer
 from shop.messaging import MessagingSettings, add
-from shop.messaging.testing import on_kafka
+from shop.messaging.health import OperatorRoute
+from shop.messaging.testing import on_kafka, operator_port
+from shop.notification.internal import internal_routes as notification_routes
 from shop.ops.settings import OpsSettings
+from shop.order.internal import internal_routes as order_routes
+from shop.payment.internal import internal_routes as payment_routes
 
 SERVICES = {
     "order": "order-service",
@@ -128,17 +135,50 @@ def messaging(kafka_cluster: KafkaCluster, unique_name: str) -> MessagingSetting
     )
 
 
+OPERATOR_TOKEN = "the-operator-token-of-the-console-tests-0123"
+INTERNAL_ROUTES = {
+    "order": order_routes,
+    "payment": payment_routes,
+    "notification": notification_routes,
+}
+
+
+def internal_routes(package: str, database_url: str) -> tuple[list[OperatorRoute], AsyncEngine]:
+    """The internal API ``package``'s worker serves on its database, and the engine under it
+    (to dispose of)."""
+    engine = create_engine(database_url, pool_size=2)
+    return list(INTERNAL_ROUTES[package](session_factory(engine))), engine
+
+
+@pytest.fixture
+async def internal_apis(service_databases: dict[str, str]) -> AsyncIterator[dict[str, str]]:
+    """Each service's internal API, behind :data:`OPERATOR_TOKEN`: its base URL, by
+    package (``order``, …)."""
+    async with AsyncExitStack() as stack:
+        urls = {}
+        for package, url in service_databases.items():
+            routes, engine = internal_routes(package, url)
+            stack.push_async_callback(engine.dispose)
+            urls[package] = await stack.enter_async_context(
+                operator_port(routes, token=OPERATOR_TOKEN)
+            )
+        yield urls
+
+
 def ops_settings(
-    databases: dict[str, str], messaging: MessagingSettings, **more: Any
+    internal: dict[str, str], messaging: MessagingSettings, **more: Any
 ) -> OpsSettings:
-    return OpsSettings(
-        environment="test",
-        order_database_url=databases["order"],
-        payment_database_url=databases["payment"],
-        notification_database_url=databases["notification"],
-        messaging=messaging,
-        **more,
-    )
+    """Settings of ``shop.ops`` that read the services through ``internal`` (their internal
+    APIs' URLs, by package) with the operator token."""
+    chosen: dict[str, Any] = {
+        "environment": "test",
+        "order_worker_url": internal["order"],
+        "payment_worker_url": internal["payment"],
+        "notification_worker_url": internal["notification"],
+        "operator_token": SecretStr(OPERATOR_TOKEN),
+        "messaging": messaging,
+    }
+    return OpsSettings(**(chosen | more))
 
 
 ADMIN = "operator"

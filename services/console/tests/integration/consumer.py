@@ -7,6 +7,7 @@ e-mail as sent in notification-service's own table, as the real one does after s
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from sqlalchemy import text
@@ -15,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from shop.contracts import ConsumerGroup, OrderCreated
 from shop.database import create_engine, session_factory
 from shop.messaging import MessageContext, MessagingSettings, PermanentError, Relay, Router, Worker
+from shop.messaging.health import OperatorRoute
 from shop.messaging.transports import create_transport
 
 REFUSAL = "the e-mail provider refused the address for now"
@@ -59,9 +61,12 @@ class RefusingConsumer:
         databases: dict[str, str],
         *,
         health_port: int,
+        routes: Sequence[OperatorRoute] = (),
+        operator_token: str | None = None,
     ) -> Worker:
         """The consumer, and order-service's relay publishing its outbox, in one worker
-        whose health port serves the consumer's counts."""
+        whose health port serves the consumer's counts (and ``routes``: notification-service's
+        internal API, say, behind ``operator_token``)."""
         engine = create_engine(databases["notification"], pool_size=2)
         transport = create_transport(messaging)
         return Worker(
@@ -70,5 +75,7 @@ class RefusingConsumer:
             routers=[self.router(session_factory(engine))],
             relay=Relay(databases["order"], transport),
             health_port=health_port,
+            routes=routes,
+            operator_token=operator_token,
             on_close=[engine.dispose],
         )

@@ -30,7 +30,15 @@ from shop.messaging import MessagingSettings
 from shop.messaging.testing import eventually, running, wait_until
 from shop.ops.deadletters import DeadLetterEntry, list_dead_letters
 
-from .conftest import ADMIN, PASSWORD, PlacedOrder, console_settings, ops_settings
+from .conftest import (
+    ADMIN,
+    OPERATOR_TOKEN,
+    PASSWORD,
+    PlacedOrder,
+    console_settings,
+    internal_routes,
+    ops_settings,
+)
 from .consumer import REFUSAL, RefusingConsumer
 
 pytestmark = pytest.mark.browser
@@ -214,7 +222,9 @@ async def read_the_email(page: Page, console: str, order: PlacedOrder) -> None:
 
 async def test_an_operator_finds_redrives_and_follows_a_dead_letter_in_the_browser(
     chromium: Path,
+    *,
     service_databases: dict[str, str],
+    internal_apis: dict[str, str],
     placed_order: PlacedOrder,
     messaging: MessagingSettings,
     tmp_path: Path,
@@ -223,18 +233,24 @@ async def test_an_operator_finds_redrives_and_follows_a_dead_letter_in_the_brows
     captured_email(tmp_path / "mail", placed_order)
     consumer = RefusingConsumer()
     health_port = free_port()
+    # The consumer's worker stands in for notification-service's: it serves its internal API.
+    notification_routes, engine = internal_routes("notification", service_databases["notification"])
     ops = ops_settings(
-        service_databases,
+        internal_apis | {"notification": f"http://127.0.0.1:{health_port}"},
         messaging,
-        notification_worker_url=f"http://127.0.0.1:{health_port}",
-        order_worker_url=f"http://127.0.0.1:{free_port()}",
-        payment_worker_url=f"http://127.0.0.1:{free_port()}",
         mail_dir=tmp_path / "mail",
     )
     app = build_app(console_settings(environment="development"), ops)
+    worker = consumer.worker(
+        messaging,
+        service_databases,
+        health_port=health_port,
+        routes=notification_routes,
+        operator_token=OPERATOR_TOKEN,
+    )
 
     async with (
-        running(consumer.worker(messaging, service_databases, health_port=health_port)),
+        running(worker),
         serving(app) as console,
         async_playwright() as playwright,
     ):
@@ -277,3 +293,4 @@ async def test_an_operator_finds_redrives_and_follows_a_dead_letter_in_the_brows
         await page.goto(f"{console}/orders")
         assert "/login?next=%2Forders" in page.url
         await browser.close()
+    await engine.dispose()

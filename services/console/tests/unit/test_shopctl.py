@@ -114,15 +114,14 @@ def test_an_order_api_that_does_not_answer_is_named_with_what_to_do(
     )
 
 
-def test_a_database_that_does_not_answer_is_named_without_its_password(
+def test_a_service_whose_internal_api_does_not_answer_is_named(
     monkeypatch: pytest.MonkeyPatch, closed_port: int
 ) -> None:
-    url = f"postgresql://shop:s3cret@127.0.0.1:{closed_port}/order"
-    monkeypatch.setenv("SHOP_OPS_ORDER_DATABASE_URL", url)
+    monkeypatch.setenv("SHOP_OPS_ORDER_WORKER_URL", f"http://127.0.0.1:{closed_port}")
     reason = one_line_failure(["outbox", "status"])
     assert reason == (
-        f"cannot reach order-service's database at postgresql://shop:***@127.0.0.1:{closed_port}"
-        "/order: is `make run` running?"
+        f"cannot reach order-service's worker at http://127.0.0.1:{closed_port}: "
+        "is `make run` running?"
     )
 
 
@@ -143,14 +142,12 @@ def test_a_broker_that_does_not_answer_is_named(
     )
 
 
-def test_a_payment_database_that_does_not_answer_is_named(
+def test_a_payment_service_that_does_not_answer_is_named(
     monkeypatch: pytest.MonkeyPatch, closed_port: int
 ) -> None:
-    monkeypatch.setenv(
-        "SHOP_OPS_PAYMENT_DATABASE_URL", f"postgresql://postgres@127.0.0.1:{closed_port}/payment"
-    )
+    monkeypatch.setenv("SHOP_OPS_PAYMENT_WORKER_URL", f"http://127.0.0.1:{closed_port}")
     assert one_line_failure(["pay", "SK-7KQ4-M2XD", "--wait", "0"]).startswith(
-        "cannot reach payment-service's database"
+        "cannot reach payment-service's worker"
     )
 
 

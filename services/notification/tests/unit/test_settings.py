@@ -39,14 +39,17 @@ def test_production_refuses_the_memory_transport_and_a_missing_namespace() -> No
     message = str(refused.value)
     assert "SHOP_NOTIFICATION_MESSAGING__TRANSPORT is memory" in message
     assert "SHOP_NOTIFICATION_MESSAGING__NAMESPACE is empty" in message
+    assert "SHOP_NOTIFICATION_OPERATOR_TOKEN must be set" in message
 
 
 def test_production_on_a_broker_with_a_namespace_starts() -> None:
     messaging = MessagingSettings(transport="sqs", namespace="prod")
 
-    assert (
-        NotificationSettings(environment="production", messaging=messaging).messaging == messaging
+    token = SecretStr("r3al-operator-token-of-production-0123")
+    settings = NotificationSettings(
+        environment="production", messaging=messaging, operator_token=token
     )
+    assert settings.messaging == messaging
 
 
 def test_without_an_environment_the_settings_name_the_variable(

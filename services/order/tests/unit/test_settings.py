@@ -11,6 +11,7 @@ from pydantic import SecretStr, ValidationError
 
 from shop.messaging import MessagingSettings
 from shop.order.settings import DEVELOPMENT_JWT_SECRET, OrderSettings
+from shop.simulators.identity import DEVELOPMENT_SIGNING_KEY
 
 DEPLOYABLE = MessagingSettings(transport="kafka", namespace="prod")
 REAL_SECRET = "r3al-jwt-key-of-production-0123456789"
@@ -20,6 +21,7 @@ PRODUCTION: dict[str, Any] = {
     "jwt_issuer": "https://id.skincare-shop.example",
     "jwt_audience": "skincare-shop",
     "messaging": DEPLOYABLE,
+    "operator_token": SecretStr("r3al-operator-token-of-production-0123"),
 }
 
 
@@ -52,6 +54,7 @@ def test_production_with_every_development_default_names_each_one() -> None:
         "SHOP_ORDER_JWT_SECRET must not be the development value",
         "SHOP_ORDER_JWT_ISSUER must be set in production",
         "SHOP_ORDER_JWT_AUDIENCE must be set in production",
+        "SHOP_ORDER_OPERATOR_TOKEN must be set",
     )
     assert [problem for problem in named if problem not in str(refused.value)] == []
 
@@ -115,3 +118,15 @@ def test_tracing_is_off_by_default_and_set_by_its_variables(
     monkeypatch.setenv("SHOP_ORDER_TRACING__FILE_DIR", str(tmp_path))
     tracing = OrderSettings(environment="test").tracing
     assert (tracing.exporter, tracing.file_dir) == ("file", tmp_path)
+
+
+def test_a_short_operator_token_is_refused_by_name_and_never_shown() -> None:
+    problem = refusal(operator_token=SecretStr("short-operator-token"))
+    assert "SHOP_ORDER_OPERATOR_TOKEN must be at least 32 bytes" in problem
+    assert "short-operator-token" not in problem
+
+
+def test_the_development_key_is_the_development_identity_providers() -> None:
+    # make run's shopctl token signs as the development identity provider does; order-service
+    # must check its tokens with the same key out of the box.
+    assert DEVELOPMENT_JWT_SECRET == DEVELOPMENT_SIGNING_KEY

@@ -27,6 +27,7 @@ PRODUCTION: dict[str, Any] = {
     "midtrans_server_key": SecretStr("Mid-server-r3alKeyOfProduction0123"),
     "midtrans_api_url": "https://api.midtrans.com",
     "messaging": MessagingSettings(transport="kafka", namespace="prod"),
+    "operator_token": SecretStr("r3al-operator-token-of-production-0123"),
 }
 
 
@@ -58,6 +59,7 @@ def test_production_with_the_development_defaults_names_each_one() -> None:
         "SHOP_PAYMENT_MESSAGING__TRANSPORT is memory",
         "SHOP_PAYMENT_MESSAGING__NAMESPACE is empty",
         "SHOP_PAYMENT_GATEWAYS must be set in production",
+        "SHOP_PAYMENT_OPERATOR_TOKEN must be set",
         "SHOP_PAYMENT_WEBHOOK_SECRETS[0] must not be the development value",
         "SHOP_PAYMENT_SHOP_GATEWAY_API_KEY must not be the development value",
         "SHOP_PAYMENT_MIDTRANS_SERVER_KEY must not be the development value",

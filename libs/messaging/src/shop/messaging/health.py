@@ -1,10 +1,12 @@
-"""A small HTTP port for orchestrators and Prometheus: /healthz, /readyz, /metrics."""
+"""A small HTTP port for orchestrators and Prometheus: /healthz, /readyz, /metrics; and the
+service's own operator routes, behind its operator token when it has one."""
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -21,7 +23,8 @@ class OperatorRoute:
     method: Literal["GET", "POST"]
     path: str
     answer: Callable[[Mapping[str, str]], Awaitable[tuple[int, Any]]]
-    """Given the query parameters, the status and the JSON body of the answer."""
+    """Given the query parameters and the path's own (``{order_id}`` in ``path``), the
+    status and the JSON body of the answer."""
 
 
 class HealthServer:
@@ -33,12 +36,18 @@ class HealthServer:
         host: str,
         port: int,
         routes: Sequence[OperatorRoute] = (),
+        operator_token: str | None = None,
     ) -> None:
+        """``operator_token``: the bearer token every operator route requires (the health
+        routes and ``/metrics`` never do: probes and Prometheus carry none). None leaves
+        the operator routes to the network's protection alone, which only development
+        and tests may do (each service's settings refuse it in production)."""
         self.registry = registry
         self.readiness = readiness
         self.host = host
         self.port = port
         self.routes = list(routes)
+        self.operator_token = operator_token
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
@@ -47,7 +56,7 @@ class HealthServer:
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
         for route in self.routes:
-            app.router.add_route(route.method, route.path, _answering(route))
+            app.router.add_route(route.method, route.path, _answering(route, self.operator_token))
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -77,9 +86,34 @@ class HealthServer:
         )
 
 
-def _answering(route: OperatorRoute) -> Callable[[web.Request], Awaitable[web.Response]]:
+BEARER: Final = "Bearer "
+
+
+def refusal(authorization: str | None, operator_token: str | None) -> str | None:
+    """Why a request with this ``Authorization`` header may not use an operator route
+    (None when it may). The token is compared in constant time."""
+    if operator_token is None:
+        return None
+    if not authorization or not authorization.startswith(BEARER):
+        return "an Authorization: Bearer <operator token> header is required"
+    given = authorization.removeprefix(BEARER).strip().encode()
+    if not hmac.compare_digest(given, operator_token.encode()):
+        return "the operator token is not this service's"
+    return None
+
+
+def _answering(
+    route: OperatorRoute, operator_token: str | None
+) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handle(request: web.Request) -> web.Response:
-        status, body = await route.answer(request.query)
+        refused = refusal(request.headers.get("Authorization"), operator_token)
+        if refused is not None:
+            return web.json_response(
+                {"detail": refused},
+                status=401,
+                headers={"WWW-Authenticate": 'Bearer realm="operator"'},
+            )
+        status, body = await route.answer({**request.query, **request.match_info})
         return web.json_response(body, status=status)
 
     return handle

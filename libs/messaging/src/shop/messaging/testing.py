@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -16,9 +16,11 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.util._once import Once
+from prometheus_client import CollectorRegistry
 
 from shop.contracts import Envelope, encode
 from shop.messaging import headers as h
+from shop.messaging.health import HealthServer, OperatorRoute
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.outbox import message_headers
@@ -208,3 +210,19 @@ def stop_recording_spans() -> None:
     # (opentelemetry.test.globals_test) undo it the same way.
     trace._TRACER_PROVIDER_SET_ONCE = Once()
     trace._TRACER_PROVIDER = None
+
+
+@asynccontextmanager
+async def operator_port(
+    routes: Sequence[OperatorRoute], *, token: str | None = None
+) -> AsyncIterator[str]:
+    """``routes`` served as a worker's port serves them (behind ``token`` when given), on a
+    free port; its base URL."""
+    server = HealthServer(
+        CollectorRegistry(), dict, host="127.0.0.1", port=0, routes=routes, operator_token=token
+    )
+    await server.start()
+    try:
+        yield f"http://127.0.0.1:{server.port}"
+    finally:
+        await server.stop()

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging.breaker import BreakerState, CircuitBreaker
 from shop.messaging.health import HealthServer, OperatorRoute
+from shop.messaging.internal import dead_letter_routes
 from shop.messaging.metrics import Metrics
 from shop.messaging.middlewares import Middleware
 from shop.messaging.pipeline import OutcomeObserver, Pipeline
@@ -51,6 +52,7 @@ class Worker:
         health_host: str = "127.0.0.1",
         health_port: int | None = None,
         routes: Sequence[OperatorRoute] = (),
+        operator_token: str | None = None,
         jobs: Sequence[Job] = (),
         on_close: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
@@ -59,7 +61,10 @@ class Worker:
         ``middlewares``: the service's own, run inside
         :func:`~shop.messaging.pipeline.standard_middlewares`, just around each handler
         (inside its transaction, for a transactional subscriber).
-        ``routes``: the service's own operator routes on the health port. ``jobs``: what
+        ``routes``: the service's own operator routes on the health port, behind
+        ``operator_token`` when given (:class:`~shop.messaging.health.HealthServer`), beside
+        the dead letters of its consumers (:func:`~shop.messaging.internal.dead_letter_routes`).
+        ``jobs``: what
         runs beside the consumers (a periodic task, say) until the worker stops: each is
         given an event set at the stop and must return soon after. ``on_close``: what to
         close once everything has stopped (the service's database engine, say), in
@@ -113,7 +118,14 @@ class Worker:
                 self.readiness,
                 host=health_host,
                 port=health_port,
-                routes=routes,
+                # Every worker serves its own consumers' dead letters, in the same shape.
+                routes=[
+                    *routes,
+                    *dead_letter_routes(
+                        lambda: transport.dead_letter_store, [router.group for router in routers]
+                    ),
+                ],
+                operator_token=operator_token,
             )
             if health_port is not None
             else None

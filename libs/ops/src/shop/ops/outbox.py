@@ -1,27 +1,15 @@
-"""Each service's outbox, read from its own database: what waits to be published, how old
-the oldest of it is, what is scheduled for later, and how many sent rows are kept."""
+"""Each service's outbox, as its internal API tells it (``GET /internal/v1/outbox`` on its
+worker's port): what waits to be published, how old the oldest of it is, what is scheduled
+for later, and how many sent rows are kept."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
 
-from shop.ops.databases import connected
+from shop.messaging.internal import OUTBOX_PATH
+from shop.ops.internal import operator_port
 from shop.ops.services import shop_services
 from shop.ops.settings import OpsSettings
-
-# Due and unsent is what the relay has to publish now; a scheduled row counts once it has
-# fallen due, and its age from then (as the relay's own backlog gauge counts it).
-_STATUS: Final = """
-    SELECT
-        count(*) FILTER (WHERE published_at IS NULL AND (due_at IS NULL OR due_at <= now())),
-        coalesce(extract(epoch FROM now() - min(coalesce(due_at, created_at)) FILTER (
-            WHERE published_at IS NULL AND (due_at IS NULL OR due_at <= now())
-        )), 0)::float8,
-        count(*) FILTER (WHERE published_at IS NULL AND due_at > now()),
-        count(*) FILTER (WHERE published_at IS NOT NULL)
-    FROM outbox
-"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,14 +27,14 @@ class OutboxStatus:
 
 async def service_outbox_status(settings: OpsSettings, service: str) -> OutboxStatus:
     """The outbox of one service."""
-    async with connected(settings, service) as connection:
-        unsent, age, scheduled, sent = await connection.fetchrow(_STATUS)
+    async with operator_port(settings, service) as port:
+        status = await port.get(OUTBOX_PATH)
     return OutboxStatus(
         service=service,
-        unsent=int(unsent),
-        oldest_unsent_age_seconds=float(age),
-        scheduled=int(scheduled),
-        sent_kept=int(sent),
+        unsent=int(status["unsent"]),
+        oldest_unsent_age_seconds=float(status["oldest_unsent_age_seconds"]),
+        scheduled=int(status["scheduled"]),
+        sent_kept=int(status["sent_kept"]),
     )
 
 

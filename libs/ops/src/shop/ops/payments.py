@@ -1,9 +1,9 @@
 """Paying an order as a customer would: at the development payment gateway
 (:mod:`shop.simulators.gateway_server`, ``SHOP_OPS_GATEWAY_URL``), for the amount
-payment-service's own database says the order is open for. The gateway records the charge
+payment-service says the order is open for (its internal API). The gateway records the charge
 in its ledger (what payment-service's worker asks its status API about) and notifies
-payment-service's webhooks as it would. :func:`notices` builds and signs the notifications
-with the secrets of ``SHOP_OPS_*`` for a caller that posts them itself."""
+payment-service's webhooks as it would: the gateway signs them with its own keys, and no
+secret of payment-service is held here."""
 
 from __future__ import annotations
 
@@ -11,18 +11,18 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
 
-from shop.ops.databases import connected
 from shop.ops.errors import OpsError
 from shop.ops.http import reaching
+from shop.ops.internal import operator_port, quoted
 from shop.ops.settings import PAYMENT_SERVICE, OpsSettings
 from shop.simulators import gateway
-from shop.simulators.gateway import Answer, Notice
+from shop.simulators.gateway import Answer
 
 _WAIT_INTERVAL: Final = 0.2
 GATEWAY: Final = "the development payment gateway"
@@ -37,7 +37,7 @@ class NoPaymentOpened(OpsError):
 
 @dataclass(frozen=True, slots=True)
 class PaymentDue:
-    """The payment payment-service opened for an order, as its database holds it."""
+    """The payment payment-service opened for an order, as its internal API tells it."""
 
     order_id: uuid.UUID
     order_number: str
@@ -46,85 +46,34 @@ class PaymentDue:
     status: str
 
 
-_FIND = """
-    SELECT order_id, order_number, amount, currency, status FROM payments
-    WHERE order_number = $1 OR order_id = $2
-"""
-
-
-def _due(row: Any) -> PaymentDue:
+def due_of(payment: Mapping[str, Any]) -> PaymentDue:
+    """A payment as payment-service's internal API describes it."""
     return PaymentDue(
-        order_id=uuid.UUID(str(row["order_id"])),
-        order_number=row["order_number"],
-        amount=int(row["amount"]),
-        currency=row["currency"],
-        status=row["status"],
+        order_id=uuid.UUID(str(payment["order_id"])),
+        order_number=str(payment["order_number"]),
+        amount=int(payment["amount"]),
+        currency=str(payment["currency"]),
+        status=str(payment["status"]),
     )
 
 
 async def payment_due(settings: OpsSettings, order: str, *, wait: float = 0.0) -> PaymentDue:
     """The payment of the order ``order`` (its id or number), waiting up to ``wait``
     seconds for payment-service to open it (it does once the order's OrderCreated comes)."""
-    order_id = None
-    with contextlib.suppress(ValueError):
-        order_id = uuid.UUID(order)
+    if not order.strip():
+        raise OpsError("name the order: its id or its number")
     deadline = time.monotonic() + wait
-    async with connected(settings, PAYMENT_SERVICE) as connection:
+    async with operator_port(settings, PAYMENT_SERVICE) as payments:
         while True:
-            row = await connection.fetchrow(_FIND, order.strip().upper(), order_id)
-            if row is not None:
-                return _due(row)
+            found = await payments.get(f"/internal/v1/orders/{quoted(order)}/payments")
+            if found["payments"]:
+                return due_of(found["payments"][0])
             if time.monotonic() >= deadline:
                 raise NoPaymentOpened(
                     f"payment-service has opened no payment for order {order!r} "
                     "(has it consumed the order's OrderCreated yet?)"
                 )
             await asyncio.sleep(_WAIT_INTERVAL)
-
-
-def signing_keys(settings: OpsSettings) -> gateway.SigningKeys:
-    return gateway.SigningKeys(
-        webhook_secret=settings.payment_webhook_secret.get_secret_value(),
-        midtrans_server_key=settings.midtrans_server_key.get_secret_value(),
-    )
-
-
-def notices(
-    settings: OpsSettings,
-    due: PaymentDue,
-    *,
-    provider: Provider = Provider.SHOP,
-    amount: int | None = None,
-    fail: bool = False,
-    repeat: int = 1,
-    out_of_order: bool = False,
-) -> list[Notice]:
-    """The notifications a gateway sends for one payment of ``due`` (for ``amount``
-    instead of the amount due when given), each ``repeat`` times; ``out_of_order`` as a
-    network may deliver them (:func:`shop.simulators.gateway.notices`)."""
-    if repeat < 1:
-        raise OpsError("--repeat must be at least 1")
-    return gateway.notices(
-        gateway.Payment(due.order_id, due.amount, due.currency),
-        signing_keys(settings),
-        fmt=provider,
-        amount=amount,
-        fail=fail,
-        times=repeat,
-        out_of_order=out_of_order,
-    )
-
-
-async def send_notices(
-    client: httpx.AsyncClient, settings: OpsSettings, sequence: list[Notice]
-) -> list[Answer]:
-    """Post ``sequence`` with ``client`` (its base URL payment-service's API), one after
-    the other."""
-    answers = []
-    for notice in sequence:
-        with reaching(PAYMENT_SERVICE, settings.payment_api_url):
-            answers.append(await gateway.post(client, notice))
-    return answers
 
 
 async def pay_at_gateway(

@@ -15,9 +15,8 @@ from typing import Any, Final
 
 import httpx
 
-from shop.ops.databases import connected
 from shop.ops.errors import OpsError
-from shop.ops.http import TIMEOUT, reaching
+from shop.ops.internal import NotFoundThere, listed_by_ids, operator_port
 from shop.ops.settings import (
     NOTIFICATION_SERVICE,
     ORDER_SERVICE,
@@ -80,15 +79,12 @@ async def reconcile(settings: OpsSettings, since: datetime | None = None) -> Rec
 async def latest_reconciliation(settings: OpsSettings) -> Reconciliation | None:
     """What payment-service's worker found the last time it reconciled with the gateways
     (None until it has, since it started), without running one."""
-    url = settings.worker_url(PAYMENT_SERVICE)
-    async with httpx.AsyncClient(base_url=url, timeout=TIMEOUT) as client:
-        with reaching("payment-service's worker", url):
-            reply = await client.get("/reconciliation")
-    if reply.status_code == 404:
-        return None
-    if reply.status_code != 200:
-        raise OpsError(f"payment-service's worker answered {reply.status_code}: {reply.text}")
-    return _report(reply.json(), [])
+    async with operator_port(settings, PAYMENT_SERVICE) as payments:
+        try:
+            latest = await payments.get("/reconciliation")
+        except NotFoundThere:
+            return None
+    return _report(latest, [])
 
 
 def _report(gateway_side: dict[str, Any], cross: list[Drift]) -> Reconciliation:
@@ -108,13 +104,11 @@ def _report(gateway_side: dict[str, Any], cross: list[Drift]) -> Reconciliation:
 async def _payment_service_reconciles(
     settings: OpsSettings, since: datetime | None
 ) -> dict[str, Any]:
-    url = settings.worker_url(PAYMENT_SERVICE)
     params = {"since": since.isoformat()} if since else {}
     give_up = time.monotonic() + _BUSY_WAIT
-    async with httpx.AsyncClient(base_url=url, timeout=_RECONCILE_TIMEOUT) as client:
+    async with operator_port(settings, PAYMENT_SERVICE, patience=_RECONCILE_TIMEOUT) as payments:
         while True:
-            with reaching("payment-service's worker", url):
-                reply = await client.post("/reconciliation", params=params)
+            reply = await payments.answer("POST", "/reconciliation", params)
             # 409: one reconciliation at a time, and another is running; this one waits.
             if reply.status_code != 409:
                 break
@@ -124,40 +118,42 @@ async def _payment_service_reconciles(
                     "ask again later"
                 )
             await asyncio.sleep(_BUSY_PAUSE)
-    if reply.status_code != 200:
-        raise OpsError(f"payment-service's worker answered {reply.status_code}: {reply.text}")
+        if reply.status_code != 200:
+            raise payments.refusal(reply)
     return dict(reply.json())
 
 
 async def cross_service_drift(settings: OpsSettings, since: datetime) -> list[Drift]:
     """Payments opened since ``since`` and settled for a minute, against their orders and
-    the receipts sent."""
+    the receipts sent, each as its service's internal API tells it."""
     settled_before = datetime.now(UTC) - SETTLING
-    async with connected(settings, PAYMENT_SERVICE) as payments:
-        paid = await payments.fetch(
-            "SELECT order_id, status FROM payments WHERE created_at >= $1 AND updated_at < $2",
-            since,
-            settled_before,
+    async with operator_port(settings, PAYMENT_SERVICE) as payments:
+        paid = (
+            await payments.get(
+                "/internal/v1/payments",
+                {"created_since": since.isoformat(), "updated_before": settled_before.isoformat()},
+            )
+        )["payments"]
+    ids = [uuid.UUID(payment["order_id"]) for payment in paid]
+    async with operator_port(settings, ORDER_SERVICE) as orders:
+        order_rows = await listed_by_ids(
+            orders, "/internal/v1/orders", name="ids", ids=ids, field="orders"
         )
-    ids = [row["order_id"] for row in paid]
-    async with connected(settings, ORDER_SERVICE) as orders:
-        order_rows = await orders.fetch(
-            "SELECT id, status FROM orders WHERE id = ANY($1::uuid[])", ids
+    async with operator_port(settings, NOTIFICATION_SERVICE) as notifications:
+        receipt_rows = await listed_by_ids(
+            notifications,
+            "/internal/v1/emails",
+            name="order_ids",
+            ids=ids,
+            field="emails",
+            params={"kind": RECEIPT},
         )
-    async with connected(settings, NOTIFICATION_SERVICE) as notifications:
-        receipt_rows = await notifications.fetch(
-            "SELECT order_id FROM order_notifications WHERE kind = $1 AND order_id = ANY($2)",
-            RECEIPT,
-            ids,
-        )
-    order_status = {row["id"]: row["status"] for row in order_rows}
-    receipts = {row["order_id"] for row in receipt_rows}
+    order_status = {uuid.UUID(row["id"]): str(row["status"]) for row in order_rows}
+    receipts = {uuid.UUID(row["order_id"]) for row in receipt_rows}
     return [
         drift
-        for row in paid
-        for drift in _drift_of(
-            row["order_id"], row["status"], order_status.get(row["order_id"]), receipts
-        )
+        for order_id, payment in zip(ids, paid, strict=True)
+        for drift in _drift_of(order_id, payment["status"], order_status.get(order_id), receipts)
     ]
 
 

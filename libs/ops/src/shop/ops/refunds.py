@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import httpx
-
-from shop.ops.errors import OpsError
-from shop.ops.http import TIMEOUT, reaching
+from shop.ops.internal import operator_port
 from shop.ops.settings import PAYMENT_SERVICE, OpsSettings
 from shop.ops.timeline import resolve_order_id
 
@@ -33,11 +30,6 @@ async def record_refund_by_hand(
     params: dict[str, str] = {"order_id": str(order_id), "reference": reference}
     if amount is not None:
         params["amount"] = str(amount)
-    url = settings.worker_url(PAYMENT_SERVICE)
-    async with httpx.AsyncClient(base_url=url, timeout=TIMEOUT) as client:
-        with reaching("payment-service's worker", url):
-            reply = await client.post("/refunds/by-hand", params=params)
-    if reply.status_code != 200:
-        raise OpsError(f"payment-service's worker answered {reply.status_code}: {reply.text}")
-    body = reply.json()
+    async with operator_port(settings, PAYMENT_SERVICE) as payments:
+        body = await payments.post("/refunds/by-hand", params=params)
     return RefundByHand(body["order_id"], body["reference"], body["status"])

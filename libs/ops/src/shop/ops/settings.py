@@ -2,8 +2,8 @@
 ``SHOP_OPS_MESSAGING__TRANSPORT=sqs``) and from the env file ``make run`` writes
 (``SHOP_OPS_ENV_FILE``, ``.devstack/shop.env`` by default), the variables winning.
 
-Each database URL is the administered service's own database, read as that service's
-operator would; nothing here reaches into one service on behalf of another.
+The services are read through their internal APIs (each worker's ``/internal/v1``, with
+the operator token), never through their databases: no database URL is configured here.
 """
 
 from __future__ import annotations
@@ -22,16 +22,7 @@ from pydantic_settings import (
 
 from shop.messaging import MessagingSettings
 from shop.messaging.settings import Environment, require_environment, unfit_secret
-
-# The development defaults of order-service and payment-service (their settings'
-# DEVELOPMENT_* constants), spelled out here so that operating the shop installs none of
-# its services; a test holds them equal to the services' own.
-ORDER_DEVELOPMENT_JWT_SECRET: Final = "development-only-secret-do-not-deploy"
-"""The development default of order-service's ``SHOP_ORDER_JWT_SECRET``."""
-PAYMENT_DEVELOPMENT_WEBHOOK_SECRET: Final = "whsec_development-only-do-not-deploy"
-"""The development default of payment-service's ``SHOP_PAYMENT_WEBHOOK_SECRETS``."""
-PAYMENT_DEVELOPMENT_MIDTRANS_SERVER_KEY: Final = "SB-Mid-server-development-only"
-"""The development default of payment-service's ``SHOP_PAYMENT_MIDTRANS_SERVER_KEY``."""
+from shop.simulators.identity import DEVELOPMENT_SIGNING_KEY
 
 ENV_FILE_VARIABLE: Final = "SHOP_OPS_ENV_FILE"
 DEFAULT_ENV_FILE: Final = Path(".devstack/shop.env")
@@ -61,12 +52,13 @@ class OpsSettings(BaseSettings):
     order_api_url: str = "http://127.0.0.1:8001"
     payment_api_url: str = "http://127.0.0.1:8002"
     console_url: str = "http://127.0.0.1:8003"
-    order_database_url: str = "postgresql://postgres@127.0.0.1:5432/order"
-    payment_database_url: str = "postgresql://postgres@127.0.0.1:5432/payment"
-    notification_database_url: str = "postgresql://postgres@127.0.0.1:5432/notification"
     order_worker_url: str = "http://127.0.0.1:9101"
     payment_worker_url: str = "http://127.0.0.1:9102"
     notification_worker_url: str = "http://127.0.0.1:9103"
+    operator_token: SecretStr | None = None
+    """The bearer token of the services' internal APIs (each worker's ``/internal/v1``):
+    the one every service's ``SHOP_<SERVICE>_OPERATOR_TOKEN`` holds. None where the
+    services ask for none (development)."""
     gateway_url: str | None = None
     """The development payment gateway (``shopctl pay`` and ``shopctl demo`` pay orders
     there; ``make run`` writes it into its env file). None where there is none: a real
@@ -75,19 +67,16 @@ class OpsSettings(BaseSettings):
         default_factory=lambda: MessagingSettings(transport="kafka")
     )
     """The bus the services run on (``make run``: Kafka, no namespace)."""
-    jwt_secret: SecretStr = SecretStr(ORDER_DEVELOPMENT_JWT_SECRET)
-    """order-service's key for customer tokens (its ``SHOP_ORDER_JWT_SECRET``)."""
+    jwt_secret: SecretStr = SecretStr(DEVELOPMENT_SIGNING_KEY)
+    """The key ``shopctl token``, ``order`` and ``demo`` sign customer tokens with, acting as
+    the development identity provider (:mod:`shop.simulators.identity`, whose development key
+    is the default): the one order-service checks them with."""
     jwt_issuer: str | None = None
     """order-service's ``SHOP_ORDER_JWT_ISSUER``, when it checks one: the ``iss`` of the
     tokens ``shopctl token`` issues."""
     jwt_audience: str | None = None
     """order-service's ``SHOP_ORDER_JWT_AUDIENCE``, when it checks one: the ``aud`` of the
     tokens ``shopctl token`` issues."""
-    payment_webhook_secret: SecretStr = SecretStr(PAYMENT_DEVELOPMENT_WEBHOOK_SECRET)
-    """What the gateway signs the shop's webhook format with (one of payment-service's
-    ``SHOP_PAYMENT_WEBHOOK_SECRETS``)."""
-    midtrans_server_key: SecretStr = SecretStr(PAYMENT_DEVELOPMENT_MIDTRANS_SERVER_KEY)
-    """payment-service's ``SHOP_PAYMENT_MIDTRANS_SERVER_KEY``."""
     mail_dir: Path | None = None
     """The development SMTP sink's folder of captured ``.eml`` files."""
     trace_dir: Path | None = None
@@ -110,22 +99,15 @@ class OpsSettings(BaseSettings):
 
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:
-        """Refuse, at start-up, a weak secret given in production. The secrets here only
-        act as the identity provider and the gateway do in development (``shopctl token``,
-        ``shopctl pay``): the console needs none of them, so one left unset keeps its
-        development value, which every service refuses in production."""
+        """Refuse, at start-up, a weak secret given in production. The signing key only acts
+        as the development identity provider does (``shopctl token``): the console needs
+        none, so one left unset keeps the development key, which order-service refuses in
+        production. No secret of any service is held here: the services' internal APIs take
+        the operator token, and the development gateway signs its own notifications."""
         if self.environment != "production":
             return self
         secrets = {
-            "jwt_secret": ("SHOP_OPS_JWT_SECRET", ORDER_DEVELOPMENT_JWT_SECRET),
-            "payment_webhook_secret": (
-                "SHOP_OPS_PAYMENT_WEBHOOK_SECRET",
-                PAYMENT_DEVELOPMENT_WEBHOOK_SECRET,
-            ),
-            "midtrans_server_key": (
-                "SHOP_OPS_MIDTRANS_SERVER_KEY",
-                PAYMENT_DEVELOPMENT_MIDTRANS_SERVER_KEY,
-            ),
+            "jwt_secret": ("SHOP_OPS_JWT_SECRET", DEVELOPMENT_SIGNING_KEY),
         }
         problems = [
             problem
@@ -133,6 +115,10 @@ class OpsSettings(BaseSettings):
             if field in self.model_fields_set
             and (problem := unfit_secret(variable, getattr(self, field), {development}))
         ]
+        if self.operator_token is not None and (
+            weak := unfit_secret("SHOP_OPS_OPERATOR_TOKEN", self.operator_token)
+        ):
+            problems.append(weak)
         if problems:
             raise ValueError("; ".join(problems))
         return self
@@ -154,17 +140,9 @@ class OpsSettings(BaseSettings):
             file_secret_settings,
         )
 
-    def database_url(self, service: str) -> str:
-        """The own database of ``service`` (``order-service``, …)."""
-        urls = {
-            ORDER_SERVICE: self.order_database_url,
-            PAYMENT_SERVICE: self.payment_database_url,
-            NOTIFICATION_SERVICE: self.notification_database_url,
-        }
-        return _known(urls, service, "database")
-
     def worker_url(self, service: str) -> str:
-        """The health port of ``service``'s worker (``/metrics``, ``/readyz``)."""
+        """The port of ``service``'s worker: its health (``/metrics``, ``/readyz``) and its
+        internal API (``/internal/v1``)."""
         urls = {
             ORDER_SERVICE: self.order_worker_url,
             PAYMENT_SERVICE: self.payment_worker_url,

@@ -1,6 +1,7 @@
 """Everything known about one order, across the services, in time order: read from each
-service's own database (its rows about the order, its outbox rows keyed by the order, its
-inbox rows of those messages) and from the dead letters on the bus.
+service's internal API (what it holds about the order, the messages its outbox keeps under
+the order's key, which of those messages its consumers handled) and from the dead letters on
+the bus. No table of any service is read here.
 
 How the parts connect: every message about an order is published with the order's id as
 its key, so each outbox holds the order's messages under ``key``; a consumer that handled
@@ -22,8 +23,9 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Final
 
+from shop.messaging.internal import INBOX_PATH, OUTBOX_MESSAGES_PATH
 from shop.messaging.tracing import (
     ATTEMPT,
     CONSUMER_GROUP,
@@ -33,14 +35,16 @@ from shop.messaging.tracing import (
     RETRY_SCHEDULED,
     SUBSCRIBER,
 )
-from shop.ops.databases import connected
 from shop.ops.deadletters import DeadLetterQuery, list_dead_letters
 from shop.ops.errors import OpsError
+from shop.ops.internal import NotFoundThere, OperatorPort, listed_by_ids, operator_port, quoted
 from shop.ops.settings import NOTIFICATION_SERVICE, ORDER_SERVICE, PAYMENT_SERVICE, OpsSettings
 from shop.ops.traces import order_spans
 
 if TYPE_CHECKING:  # the span file is development's: the image has no shop.devstack
     from shop.devstack.spans import RecordedSpan
+
+ORDERS_PATH: Final = "/internal/v1/orders"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,17 +62,18 @@ def mask_email(address: str) -> str:
 
 
 async def resolve_order_id(settings: OpsSettings, reference: str) -> uuid.UUID:
-    """The id of the order ``reference`` names: its id, or its number (``SK-…``), looked up
-    in order-service's database."""
+    """The id of the order ``reference`` names: its id, or its number (``SK-…``), asked of
+    order-service."""
     with contextlib.suppress(ValueError):
         return uuid.UUID(reference)
-    async with connected(settings, ORDER_SERVICE) as connection:
-        order_id = await connection.fetchval(
-            "SELECT id FROM orders WHERE number = $1", reference.strip().upper()
-        )
-    if order_id is None:
-        raise OpsError(f"no order numbered {reference!r} in order-service's database")
-    return uuid.UUID(str(order_id))
+    if not reference.strip():
+        raise OpsError("name the order: its id or its number")
+    async with operator_port(settings, ORDER_SERVICE) as orders:
+        try:
+            found = await orders.get(f"{ORDERS_PATH}/{quoted(reference)}")
+        except NotFoundThere:
+            raise OpsError(f"no order numbered {reference!r} in order-service") from None
+    return uuid.UUID(found["order"]["id"])
 
 
 async def order_timeline(
@@ -81,18 +86,18 @@ async def order_timeline(
     message_types: dict[uuid.UUID, str] = {}
 
     async with (
-        connected(settings, ORDER_SERVICE) as orders,
-        connected(settings, PAYMENT_SERVICE) as payments,
+        operator_port(settings, ORDER_SERVICE) as orders,
+        operator_port(settings, PAYMENT_SERVICE) as payments,
+        operator_port(settings, NOTIFICATION_SERVICE) as notifications,
     ):
         entries += await _order_rows(orders, order)
-        entries += await _outbox(orders, ORDER_SERVICE, order, message_types)
+        entries += await _outbox(orders, order, message_types)
         entries += await _payment_rows(payments, order)
-        entries += await _outbox(payments, PAYMENT_SERVICE, order, message_types)
+        entries += await _outbox(payments, order, message_types)
         # Each service consumes the other's messages, and some of its own.
-        entries += await _inbox(orders, ORDER_SERVICE, message_types)
-        entries += await _inbox(payments, PAYMENT_SERVICE, message_types)
-    async with connected(settings, NOTIFICATION_SERVICE) as connection:
-        entries += await _emails(connection, order, message_types)
+        entries += await _inbox(orders, message_types)
+        entries += await _inbox(payments, message_types)
+        entries += await _emails(notifications, order, message_types)
     spans = await order_spans(settings, order)
     if spans is not None:
         entries += traced_tries(spans)
@@ -153,18 +158,21 @@ def _seconds(value: object) -> str:
     return f"{value:.1f} s" if isinstance(value, int | float) else "? s"
 
 
-def _entry(at: datetime | None, service: str, what: str, detail: str) -> list[TimelineEntry]:
-    return [] if at is None else [TimelineEntry(at, service, what, detail)]
+def _at(value: object) -> datetime | None:
+    return None if value is None else datetime.fromisoformat(str(value))
 
 
-async def _order_rows(connection: Any, order: uuid.UUID) -> list[TimelineEntry]:
-    row = await connection.fetchrow(
-        "SELECT number, status, total, currency, customer_email, created_at, paid_at, "
-        "payment_id, cancelled_at FROM orders WHERE id = $1",
-        order,
-    )
-    if row is None:
+def _entry(at: object, service: str, what: str, detail: str) -> list[TimelineEntry]:
+    when = _at(at)
+    return [] if when is None else [TimelineEntry(when, service, what, detail)]
+
+
+async def _order_rows(orders: OperatorPort, order: uuid.UUID) -> list[TimelineEntry]:
+    try:
+        found = await orders.get(f"{ORDERS_PATH}/{order}")
+    except NotFoundThere:
         return []
+    row = found["order"]
     entries = _entry(
         row["created_at"],
         ORDER_SERVICE,
@@ -174,11 +182,7 @@ async def _order_rows(connection: Any, order: uuid.UUID) -> list[TimelineEntry]:
     )
     entries += _entry(row["paid_at"], ORDER_SERVICE, "order paid", f"payment {row['payment_id']}")
     entries += _entry(row["cancelled_at"], ORDER_SERVICE, "order cancelled", row["number"])
-    for conflict in await connection.fetch(
-        "SELECT order_status, action, amount, currency, provider_event_id, recorded_at "
-        "FROM payment_conflicts WHERE order_id = $1",
-        order,
-    ):
+    for conflict in found["payment_conflicts"]:
         entries += _entry(
             conflict["recorded_at"],
             ORDER_SERVICE,
@@ -189,13 +193,10 @@ async def _order_rows(connection: Any, order: uuid.UUID) -> list[TimelineEntry]:
     return entries
 
 
-async def _payment_rows(connection: Any, order: uuid.UUID) -> list[TimelineEntry]:
+async def _payment_rows(payments: OperatorPort, order: uuid.UUID) -> list[TimelineEntry]:
     entries: list[TimelineEntry] = []
-    for payment in await connection.fetch(
-        "SELECT id, status, amount, currency, provider, flagged, created_at, paid_at "
-        "FROM payments WHERE order_id = $1",
-        order,
-    ):
+    found = await payments.get(f"/internal/v1/orders/{order}/payments")
+    for payment in found["payments"]:
         entries += _entry(
             payment["created_at"],
             PAYMENT_SERVICE,
@@ -212,11 +213,7 @@ async def _payment_rows(connection: Any, order: uuid.UUID) -> list[TimelineEntry
             entries += _entry(
                 payment["created_at"], PAYMENT_SERVICE, "payment flagged", payment["flagged"]
             )
-    for notice in await connection.fetch(
-        "SELECT provider, provider_event_id, type, meaning, amount, currency, received_at, "
-        "processed_at, outcome FROM payment_events WHERE order_id = $1",
-        order,
-    ):
+    for notice in found["notifications"]:
         described = (
             f"{notice['provider']} {notice['type']} {notice['provider_event_id']}: "
             f"{notice['amount']} {notice['currency']}"
@@ -234,59 +231,54 @@ async def _payment_rows(connection: Any, order: uuid.UUID) -> list[TimelineEntry
 
 
 async def _outbox(
-    connection: Any, service: str, order: uuid.UUID, message_types: dict[uuid.UUID, str]
+    port: OperatorPort, order: uuid.UUID, message_types: dict[uuid.UUID, str]
 ) -> list[TimelineEntry]:
     entries: list[TimelineEntry] = []
-    for row in await connection.fetch(
-        "SELECT event_id, message_type, created_at, published_at, due_at FROM outbox "
-        "WHERE key = $1 ORDER BY id",
-        str(order),
-    ):
-        event_id = uuid.UUID(str(row["event_id"]))
+    found = await port.get(OUTBOX_MESSAGES_PATH, {"key": str(order)})
+    for row in found["messages"]:
+        event_id = uuid.UUID(row["event_id"])
         message_types[event_id] = row["message_type"]
-        due = f", due {row['due_at'].isoformat()}" if row["due_at"] else ""
+        due = f", due {row['due_at']}" if row["due_at"] else ""
         entries += _entry(
             row["created_at"],
-            service,
+            port.service,
             f"{row['message_type']} added to the outbox",
             f"event {event_id}{due}",
         )
         entries += _entry(
-            row["published_at"], service, f"{row['message_type']} published", f"event {event_id}"
+            row["published_at"],
+            port.service,
+            f"{row['message_type']} published",
+            f"event {event_id}",
         )
     return entries
 
 
-async def _inbox(
-    connection: Any, service: str, message_types: dict[uuid.UUID, str]
-) -> list[TimelineEntry]:
+async def _inbox(port: OperatorPort, message_types: dict[uuid.UUID, str]) -> list[TimelineEntry]:
     if not message_types:
         return []
+    handled = await listed_by_ids(
+        port, INBOX_PATH, name="event_ids", ids=message_types, field="handled"
+    )
     return [
-        TimelineEntry(
-            at=row["processed_at"],
-            service=service,
-            what=f"{row['message_type']} consumed",
-            detail=f"by {row['consumer']} (event {row['event_id']})",
-        )
-        for row in await connection.fetch(
-            "SELECT consumer, event_id, message_type, processed_at FROM inbox "
-            "WHERE event_id = ANY($1::uuid[])",
-            list(message_types),
+        entry
+        for row in handled
+        for entry in _entry(
+            row["processed_at"],
+            port.service,
+            f"{row['message_type']} consumed",
+            f"by {row['consumer']} (event {row['event_id']})",
         )
     ]
 
 
 async def _emails(
-    connection: Any, order: uuid.UUID, message_types: dict[uuid.UUID, str]
+    notifications: OperatorPort, order: uuid.UUID, message_types: dict[uuid.UUID, str]
 ) -> list[TimelineEntry]:
     entries: list[TimelineEntry] = []
-    for row in await connection.fetch(
-        "SELECT kind, recipient, message_id, event_id, sent_at FROM order_notifications "
-        "WHERE order_id = $1",
-        order,
-    ):
-        event_id = uuid.UUID(str(row["event_id"]))
+    found = await notifications.get(f"/internal/v1/orders/{order}/emails")
+    for row in found["emails"]:
+        event_id = uuid.UUID(row["event_id"])
         answered = message_types.get(event_id, "event")
         entries += _entry(
             row["sent_at"],

@@ -7,7 +7,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from shop.ops.settings import OpsSettings
-from shop.simulators.identity import issue_token
+from shop.simulators.identity import DEVELOPMENT_SIGNING_KEY, issue_token
+
+__all__ = ["DEVELOPMENT_SIGNING_KEY", "customer_token"]
 
 
 def customer_token(

@@ -11,6 +11,10 @@ from typing import Any, Final
 import jwt
 
 ALGORITHM: Final = "HS256"
+DEVELOPMENT_SIGNING_KEY: Final = "development-only-secret-do-not-deploy"
+"""The key this identity provider signs with in development: order-service's development
+``SHOP_ORDER_JWT_SECRET`` checks it (its tests hold the two equal). Anyone may read it here,
+so a service refuses it in production."""
 
 
 def issue_token(

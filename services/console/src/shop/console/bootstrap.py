@@ -1,5 +1,6 @@
-"""The one place that wires concrete adapters into the console: order-service's database
-(read-only), :mod:`shop.ops` over the running shop, the AsyncAPI documents on disk. Unit
+"""The one place that wires concrete adapters into the console: order-service's orders
+(through its internal API), :mod:`shop.ops` over the running shop, the AsyncAPI documents
+on disk. Unit
 tests wire fakes through ``build_app(settings, sources=…)``."""
 
 from __future__ import annotations
@@ -8,22 +9,19 @@ from fastapi import FastAPI
 
 from shop.console.adapters.asyncapi import DocumentFolder
 from shop.console.adapters.ops import ShopOperations
-from shop.console.adapters.orders import SqlOrderDirectory
+from shop.console.adapters.orders import ServiceOrderDirectory
 from shop.console.api.app import create_app
 from shop.console.ports import Sources
 from shop.console.settings import ConsoleSettings
-from shop.database import create_engine
 from shop.messaging.logging import configure_logging
 from shop.ops.settings import OpsSettings
 
 
 def shop_sources(settings: ConsoleSettings, ops: OpsSettings) -> Sources:
-    orders = SqlOrderDirectory(create_engine(ops.order_database_url, pool_size=2))
     return Sources(
-        orders=orders,
+        orders=ServiceOrderDirectory(ops),
         operations=ShopOperations(ops),
         documents=DocumentFolder(settings.asyncapi_dir),
-        close=[orders.close],
     )
 
 

@@ -33,7 +33,7 @@ class Partial(Generic[T]):
 
 
 class OrderDirectory(Protocol):
-    """Order-service's orders, read-only."""
+    """Order-service's orders, read-only (through its internal API)."""
 
     async def search(self, query: str, *, limit: int = 50) -> list[OrderSummary]:
         """Orders whose id is ``query`` or whose number contains it, newest first; the
@@ -43,7 +43,7 @@ class OrderDirectory(Protocol):
     async def get(self, order_id: uuid.UUID) -> OrderSummary | None: ...
 
     async def check(self) -> None:
-        """Raise unless the database answers (readiness)."""
+        """Raise unless order-service answers (readiness)."""
         ...
 
 
@@ -82,7 +82,7 @@ class Operations(Protocol):
     :class:`shop.ops.errors.OpsError`, shown on the page that needed it."""
 
     async def outbox(self) -> Partial[OutboxStatus]:
-        """Each publishing service's outbox, read from its own database."""
+        """Each publishing service's outbox, from its internal API."""
         ...
 
     async def consumer_counts(self) -> Partial[ConsumerCounts]:

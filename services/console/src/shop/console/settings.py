@@ -1,5 +1,5 @@
 """The console's configuration, from ``SHOP_CONSOLE_*`` variables. What it reads (the
-services' databases, the broker, the captured e-mails) is configured as for ``shopctl``,
+services' internal APIs, the broker, the captured e-mails) is configured as for ``shopctl``,
 by the ``SHOP_OPS_*`` variables of :class:`shop.ops.settings.OpsSettings`."""
 
 from __future__ import annotations

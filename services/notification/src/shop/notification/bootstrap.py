@@ -16,6 +16,7 @@ from shop.notification.adapters.tracing import TracedEmailSender
 from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
 from shop.notification.handlers import build_router
+from shop.notification.internal import internal_routes
 from shop.notification.ports import EmailSender
 from shop.notification.service_layer.notifier import Notifier, message_id_domain
 from shop.notification.settings import NotificationSettings
@@ -65,6 +66,10 @@ def build_worker(
         # A database restarting fails every handler: that is no message's fault.
         outage=connection_lost,
         routers=[router],
+        routes=internal_routes(session_factory(engine)),
+        operator_token=(
+            settings.operator_token.get_secret_value() if settings.operator_token else None
+        ),
         health_host=settings.worker_health_host,
         health_port=settings.worker_health_port if health_port is None else health_port,
         on_close=[engine.dispose],

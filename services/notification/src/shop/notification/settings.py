@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field, FilePath, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings
-from shop.messaging.settings import Environment, require_environment
+from shop.messaging.settings import Environment, require_environment, unfit_secret
 from shop.messaging.tracing import TracingSettings
 
 
@@ -96,6 +96,11 @@ class NotificationSettings(BaseSettings):
     loopback by default; ``0.0.0.0`` in a container, for the kubelet's probes and for
     Prometheus and the console to reach it."""
     worker_health_port: int = 9103
+    operator_token: SecretStr | None = None
+    """The bearer token of the operator routes on the worker's port (its internal API under
+    ``/internal/v1``, which the console and ``shopctl`` read): required in production.
+    Unset, those routes are open to whoever reaches the port, which only a developer's
+    machine and the tests may allow."""
     log_json: bool = True
     messaging: MessagingSettings = Field(default_factory=MessagingSettings)
     tracing: TracingSettings = Field(default_factory=TracingSettings)
@@ -112,6 +117,9 @@ class NotificationSettings(BaseSettings):
         if self.environment != "production":
             return self
         problems = self.messaging.unfit_for_production("SHOP_NOTIFICATION_MESSAGING__")
+        weak_operator_token = unfit_secret("SHOP_NOTIFICATION_OPERATOR_TOKEN", self.operator_token)
+        if weak_operator_token:
+            problems.append(weak_operator_token)
         if self.faults.enabled:
             problems.append("fault injection (SHOP_NOTIFICATION_FAULTS__ENABLED) is for demos")
         if problems:

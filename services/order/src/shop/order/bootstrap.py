@@ -18,6 +18,7 @@ from shop.order.adapters.checkout import AsyncpgCheckoutStore
 from shop.order.adapters.orders import SqlOrderStore
 from shop.order.api.app import create_app
 from shop.order.handlers import build_router
+from shop.order.internal import internal_routes
 from shop.order.ports import Stores
 from shop.order.settings import OrderSettings
 
@@ -65,6 +66,10 @@ def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> 
         routers=[build_router(stores.orders)],
         sessions=session_factory(engine),
         relay=relay,
+        routes=internal_routes(session_factory(engine)),
+        operator_token=(
+            settings.operator_token.get_secret_value() if settings.operator_token else None
+        ),
         health_host=settings.worker_health_host,
         health_port=settings.worker_health_port if health_port is None else health_port,
         on_close=list(stores.close),

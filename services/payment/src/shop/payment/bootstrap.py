@@ -24,6 +24,7 @@ from shop.payment.adapters.webhook_events import AsyncpgWebhookStore
 from shop.payment.api.app import create_app
 from shop.payment.domain.notifications import Provider
 from shop.payment.handlers import build_router
+from shop.payment.internal import internal_routes
 from shop.payment.operations import Reconciler, refund_by_hand_route
 from shop.payment.ports import PaymentGateway, WebhookStore
 from shop.payment.service_layer.payments import PaymentWindow
@@ -104,7 +105,10 @@ def build_worker(
         routers=[build_router(store, gateways, window, payment_metrics)],
         metrics=metrics,
         jobs=[reconciler.every_interval],
-        routes=[*reconciler.routes(), refund_by_hand_route(store)],
+        routes=[*reconciler.routes(), refund_by_hand_route(store), *internal_routes(sessions)],
+        operator_token=(
+            settings.operator_token.get_secret_value() if settings.operator_token else None
+        ),
         sessions=sessions,
         relay=relay,
         health_host=settings.worker_health_host,

@@ -78,6 +78,11 @@ class PaymentSettings(BaseSettings):
     loopback by default; ``0.0.0.0`` in a container, for the kubelet's probes and for
     Prometheus and the console to reach it."""
     worker_health_port: int = 9102
+    operator_token: SecretStr | None = None
+    """The bearer token of the operator routes on the worker's port (its internal API under
+    ``/internal/v1``, which the console and ``shopctl`` read): required in production.
+    Unset, those routes are open to whoever reaches the port, which only a developer's
+    machine and the tests may allow."""
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     db_pool_size: int = Field(default=10, ge=1)
     log_json: bool = True
@@ -108,6 +113,9 @@ class PaymentSettings(BaseSettings):
         if self.environment != "production":
             return self
         problems = self.messaging.unfit_for_production("SHOP_PAYMENT_MESSAGING__")
+        weak_operator_token = unfit_secret("SHOP_PAYMENT_OPERATOR_TOKEN", self.operator_token)
+        if weak_operator_token:
+            problems.append(weak_operator_token)
         if "gateways" not in self.model_fields_set:
             problems.append(
                 'SHOP_PAYMENT_GATEWAYS must be set in production (a JSON list: "shop", "midtrans")'

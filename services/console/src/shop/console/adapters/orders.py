@@ -1,57 +1,58 @@
-"""Order-service's ``orders`` table, read-only: the console looks orders up by id or number
-and shows their status; it never changes one (that is order-service's alone)."""
+"""order-service's orders, read through its internal API (``/internal/v1/orders`` on its
+worker's port, with the operator token): the console looks orders up by id or number and
+shows their status; it never changes one (that is order-service's alone), and it never
+reads order-service's tables."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
+from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
-
 from shop.console.domain.orders import OrderSummary
+from shop.ops.internal import NotFoundThere, operator_port
+from shop.ops.settings import ORDER_SERVICE, OpsSettings
 
-COLUMNS: Final = (
-    "id, number, status, customer_id, customer_email, total, currency, created_at, "
-    "updated_at, paid_at, payment_reference, cancelled_at"
-)
+ORDERS_PATH: Final = "/internal/v1/orders"
+_TIMES: Final = frozenset({"created_at", "updated_at", "paid_at", "cancelled_at"})
+_FIELDS: Final = frozenset(field.name for field in dataclasses.fields(OrderSummary))
 
 
-class SqlOrderDirectory:
-    """The orders in order-service's database at ``engine`` (a read-only transaction each)."""
+def summary_of(order: dict[str, Any]) -> OrderSummary:
+    """An order as order-service's internal API describes it (the fields the console
+    shows; any other is left out)."""
+    values = {name: value for name, value in order.items() if name in _FIELDS}
+    values["id"] = uuid.UUID(values["id"])
+    for name in _TIMES:
+        if values.get(name) is not None:
+            values[name] = datetime.fromisoformat(values[name])
+    return OrderSummary(**values)
 
-    def __init__(self, engine: AsyncEngine) -> None:
-        self.engine = engine
+
+class ServiceOrderDirectory:
+    """The orders order-service's internal API answers with."""
+
+    def __init__(self, settings: OpsSettings) -> None:
+        self.settings = settings
 
     async def search(self, query: str, *, limit: int = 50) -> list[OrderSummary]:
-        query = query.strip()
-        if not query:
-            sql = f"SELECT {COLUMNS} FROM orders ORDER BY created_at DESC, id LIMIT :limit"
-            return await self._select(sql, limit=limit)
-        try:
-            order_id = uuid.UUID(query)
-        except ValueError:
-            escaped = query.upper().replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
-            sql = (
-                f"SELECT {COLUMNS} FROM orders WHERE number LIKE :pattern "
-                "ORDER BY created_at DESC, id LIMIT :limit"
-            )
-            return await self._select(sql, pattern=f"%{escaped}%", limit=limit)
-        return await self._select(f"SELECT {COLUMNS} FROM orders WHERE id = :id", id=order_id)
+        params = {"limit": str(limit)}
+        if query.strip():
+            params["q"] = query.strip()
+        async with operator_port(self.settings, ORDER_SERVICE) as orders:
+            found = await orders.get(ORDERS_PATH, params)
+        return [summary_of(order) for order in found["orders"]]
 
     async def get(self, order_id: uuid.UUID) -> OrderSummary | None:
-        found = await self._select(f"SELECT {COLUMNS} FROM orders WHERE id = :id", id=order_id)
-        return found[0] if found else None
+        async with operator_port(self.settings, ORDER_SERVICE) as orders:
+            try:
+                found = await orders.get(f"{ORDERS_PATH}/{order_id}")
+            except NotFoundThere:
+                return None
+        return summary_of(found["order"])
 
     async def check(self) -> None:
-        async with self.engine.connect() as connection:
-            await connection.execute(text("SELECT 1"))
-
-    async def close(self) -> None:
-        await self.engine.dispose()
-
-    async def _select(self, sql: str, **parameters: Any) -> list[OrderSummary]:
-        async with self.engine.connect() as connection:
-            await connection.execute(text("SET TRANSACTION READ ONLY"))
-            rows = (await connection.execute(text(sql), parameters)).mappings().all()
-        return [OrderSummary(**dict(row)) for row in rows]
+        """order-service's worker answers (its internal API is on that port)."""
+        async with operator_port(self.settings, ORDER_SERVICE) as orders:
+            await orders.get("/healthz")

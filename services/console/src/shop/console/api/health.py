@@ -1,4 +1,4 @@
-"""Liveness, readiness (order-service's database answers) and metrics, without a login."""
+"""Liveness, readiness (order-service's internal API answers) and metrics, without a login."""
 
 from __future__ import annotations
 

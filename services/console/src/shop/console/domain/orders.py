@@ -1,4 +1,4 @@
-"""An order as the console shows it: read from order-service's database, never changed."""
+"""An order as the console shows it: read from order-service's internal API, never changed."""
 
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""``shopctl demo``: realistic traffic through the running shop, with a live count and a
-summary."""
+"""``shopctl demo``: realistic traffic through the running shop (the devstack's load
+generator, :mod:`shop.devstack.load`), with a live count and a summary. The devstack is a
+development tool, never in the shop's image: where it is not installed the command says so."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 from rich.console import Console, Group
@@ -19,8 +20,14 @@ from shop.console.shopctl.terminal import (
     settings,
     show_json,
 )
-from shop.ops.demo import DemoProgress, DemoSummary, parse_latency, run_demo
 from shop.ops.render import jsonable, seconds
+
+if TYPE_CHECKING:
+    from shop.devstack.load import DemoProgress, DemoSummary
+
+DEMO_MISSING: Final = (
+    "shopctl demo needs the development stack (make install): it runs against make run"
+)
 
 
 def progress_table(progress: DemoProgress) -> Table:
@@ -99,6 +106,12 @@ def demo_command(  # noqa: PLR0917 - typer reads each option from a parameter
 ) -> None:
     """Place, pay and follow many orders end to end, with a live count, then summarise:
     counts, retries, dead letters, latency percentiles."""
+    # Imported here, not with the module: the console and shopctl load nothing of the
+    # devstack (it stays out of the shop's image), and only this command needs it.
+    try:
+        from shop.devstack.load import parse_latency, run_demo  # noqa: PLC0415
+    except ImportError:
+        fail(DEMO_MISSING)
     with one_line_failures():
         latency = None if email_latency is None else parse_latency(email_latency)
     live_console = Console(stderr=True, markup=False) if as_json else out

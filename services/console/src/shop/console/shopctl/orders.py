@@ -14,9 +14,8 @@ from shop.console.shopctl.terminal import Json, fail, out, run, settings, show_j
 from shop.ops.frontend import CartLine, checkout
 from shop.ops.payments import Provider, pay
 from shop.ops.render import amount, moment, shorten
-from shop.ops.settings import ORDER_DEVELOPMENT_JWT_SECRET
 from shop.ops.timeline import order_timeline
-from shop.ops.tokens import customer_token
+from shop.ops.tokens import DEVELOPMENT_SIGNING_KEY, customer_token
 
 
 def token_command(
@@ -38,7 +37,7 @@ def token_command(
     """Print a customer token for order-service's API (development: signed with
     `SHOP_OPS_JWT_SECRET`, as the identity provider would)."""
     ops = settings()
-    if not real_key and ops.jwt_secret.get_secret_value() != ORDER_DEVELOPMENT_JWT_SECRET:
+    if not real_key and ops.jwt_secret.get_secret_value() != DEVELOPMENT_SIGNING_KEY:
         fail(
             "SHOP_OPS_JWT_SECRET is not the development key: a token signed with it lets "
             "whoever holds it order as that customer (pass --real-key if that is meant)"

@@ -1,18 +1,23 @@
-"""Realistic traffic through the running shop, end to end: ``orders`` checkouts (a few
+"""The demo's load generator (``shopctl demo``): realistic traffic through a shop started by
+``make run``, end to end: ``orders`` checkouts (a few
 customers, one or two products each, at most ``concurrency`` requests at once), each paid
 at the development payment gateway (which notifies payment-service's webhook) once
 payment-service has opened its payment, then
 awaited until notification-service has sent both its e-mails (the confirmation and the
-receipt), as its database's sent-log records them.
+receipt), as its internal API tells them.
 
-Progress counts come from the services' own databases (orders paid, e-mails sent) and
+Progress counts come from the services' internal APIs (orders paid, e-mails sent) and
 their workers' ``/metrics`` (retries, dead letters, counted from the demo's start). The
-latencies are measured from this process's clock to the databases' (``sent_at``): on one
+latencies are measured from this process's clock to the services' (``sent_at``): on one
 machine, as with ``make run``, they share a clock.
 
 With ``email_latency`` or ``email_failure`` the development SMTP sink is told to act as a
 provider on a bad day (:class:`shop.simulators.mail.ProviderFaults`, a file in its mail
 folder) for the demo's duration, so that the retries show.
+
+It needs the development payment gateway and the SMTP sink's folder, which only the
+devstack runs: it lives here, beside them, and never in the shop's image. It reaches the
+shop as :mod:`shop.ops` does (its public APIs and the services' internal APIs).
 """
 
 from __future__ import annotations
@@ -26,12 +31,11 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Final
 
 import httpx
 
 from shop.ops.consumers import ConsumerCounts, consumer_counts
-from shop.ops.databases import connected
 from shop.ops.errors import OpsError
 from shop.ops.frontend import (
     CartLine,
@@ -42,7 +46,8 @@ from shop.ops.frontend import (
     place_order,
     products,
 )
-from shop.ops.payments import PaymentDue, pay_at_gateway
+from shop.ops.internal import OperatorPort, listed_by_ids, operator_port
+from shop.ops.payments import PaymentDue, due_of, pay_at_gateway
 from shop.ops.settings import NOTIFICATION_SERVICE, ORDER_SERVICE, PAYMENT_SERVICE, OpsSettings
 from shop.ops.tokens import customer_token
 
@@ -51,6 +56,7 @@ RECEIPT: Final = "payment_receipt"
 CUSTOMERS: Final = 25
 """Demo customers the orders are spread over (``demo-01@example.com`` …)."""
 _METRICS_INTERVAL: Final = 1.0
+_PAID: Final = frozenset({"paid", "fulfilled"})
 
 
 def parse_latency(text: str) -> tuple[float, float]:
@@ -260,21 +266,21 @@ class _Demo:
             )
 
     async def _follow(self, tasks: list[asyncio.Task[None]]) -> None:
-        """Poll the services' databases until every order is done or the time is up;
+        """Poll the services' internal APIs until every order is done or the time is up;
         a customer's failure (the shop unreachable, say) ends the demo with it."""
         deadline = self.started + self.within
         last_metrics = 0.0
         async with (
-            connected(self.settings, ORDER_SERVICE) as orders_db,
-            connected(self.settings, PAYMENT_SERVICE) as payments_db,
-            connected(self.settings, NOTIFICATION_SERVICE) as notifications_db,
+            operator_port(self.settings, ORDER_SERVICE) as orders,
+            operator_port(self.settings, PAYMENT_SERVICE) as payments,
+            operator_port(self.settings, NOTIFICATION_SERVICE) as notifications,
         ):
             while True:
                 for task in tasks:
                     failure = task.exception() if task.done() and not task.cancelled() else None
                     if failure is not None:
                         raise failure
-                await self._look(orders_db, payments_db, notifications_db)
+                await self._look(orders, payments, notifications)
                 now = time.monotonic()
                 if now - last_metrics >= _METRICS_INTERVAL:
                     last_metrics = now
@@ -290,41 +296,33 @@ class _Demo:
                     return
                 await asyncio.sleep(self.poll_interval)
 
-    async def _look(self, orders_db: Any, payments_db: Any, notifications_db: Any) -> None:
+    async def _look(
+        self, orders: OperatorPort, payments: OperatorPort, notifications: OperatorPort
+    ) -> None:
         placed = {o.placed.id: o for o in self.orders if o.placed is not None}
         unopened = [i for i, o in placed.items() if o.due is None]
         if unopened:
-            for row in await payments_db.fetch(
-                "SELECT order_id, order_number, amount, currency, status FROM payments "
-                "WHERE order_id = ANY($1::uuid[])",
-                unopened,
+            for payment in await listed_by_ids(
+                payments, "/internal/v1/payments", name="order_ids", ids=unopened, field="payments"
             ):
-                order = placed[row["order_id"]]
-                order.due = PaymentDue(
-                    row["order_id"],
-                    row["order_number"],
-                    int(row["amount"]),
-                    row["currency"],
-                    row["status"],
-                )
+                order = placed[uuid.UUID(payment["order_id"])]
+                order.due = due_of(payment)
                 order.opened.set()
         unpaid = [i for i, o in placed.items() if not o.paid and o.payment_sent_at is not None]
         if unpaid:
-            for row in await orders_db.fetch(
-                "SELECT id FROM orders WHERE id = ANY($1::uuid[]) AND status IN ('paid', "
-                "'fulfilled')",
-                unpaid,
+            for row in await listed_by_ids(
+                orders, "/internal/v1/orders", name="ids", ids=unpaid, field="orders"
             ):
-                placed[row["id"]].paid = True
+                if row["status"] in _PAID:
+                    placed[uuid.UUID(row["id"])].paid = True
         unmailed = [i for i, o in placed.items() if len(o.emails) < 2]
         if unmailed:
-            for row in await notifications_db.fetch(
-                "SELECT order_id, kind, sent_at FROM order_notifications "
-                "WHERE order_id = ANY($1::uuid[]) AND kind = ANY($2::text[])",
-                unmailed,
-                [CONFIRMATION, RECEIPT],
+            for row in await listed_by_ids(
+                notifications, "/internal/v1/emails", name="order_ids", ids=unmailed, field="emails"
             ):
-                placed[row["order_id"]].emails[row["kind"]] = row["sent_at"]
+                if row["kind"] in (CONFIRMATION, RECEIPT):
+                    sent_at = datetime.fromisoformat(row["sent_at"])
+                    placed[uuid.UUID(row["order_id"])].emails[row["kind"]] = sent_at
 
     async def _read_metrics(self) -> None:
         # A worker restarting does not answer for a moment: the next look counts again.

@@ -1,0 +1,305 @@
+"""The internal API every service's worker port serves under ``/internal/v1`` for its
+operators (the console, ``shopctl``): what its own outbox and inbox hold, and its
+consumers' dead letters (every worker serves those of its own groups, from the transport's
+dead-letter store, with a redrive and a purge of one). A service adds its own routes beside
+these (its orders, its payments, its e-mails), with the same query helpers, so that no
+operator tool ever reads a service's tables.
+
+Every answer is JSON; a query that cannot be read is a 400 that says which parameter and
+why (:class:`BadQuery`), never an error of the server."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any, Final
+
+from sqlalchemy import select, text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from shop.messaging.deadletters import (
+    DeadLetterFilter,
+    DeadLetters,
+    DeadLetterStore,
+    StoredDeadLetter,
+)
+from shop.messaging.health import OperatorRoute
+from shop.messaging.schema import inbox, outbox
+
+PREFIX: Final = "/internal/v1"
+OUTBOX_PATH: Final = f"{PREFIX}/outbox"
+OUTBOX_MESSAGES_PATH: Final = f"{PREFIX}/outbox/messages"
+INBOX_PATH: Final = f"{PREFIX}/inbox"
+DEAD_LETTERS_PATH: Final = f"{PREFIX}/dead-letters"
+DEAD_LETTER_PATH: Final = f"{DEAD_LETTERS_PATH}/{{group}}/{{letter_id}}"
+MAX_IDS: Final = 200
+"""Ids one query may list (``?event_ids=a,b,…``): a caller with more asks in parts."""
+
+Answer = Callable[[Mapping[str, str]], Awaitable[tuple[int, Any]]]
+
+
+class BadQuery(ValueError):
+    """A query parameter that cannot be read; its message says which and why."""
+
+
+class NotFound(LookupError):
+    """What the path names does not exist here; its message says what was looked for."""
+
+
+class Conflict(RuntimeError):
+    """What the path names cannot be done now (a dead letter kept truncated cannot be
+    redriven); its message says why."""
+
+
+def answering(read: Callable[[Mapping[str, str]], Awaitable[Any]]) -> Answer:
+    """An operator route's answer from ``read``: 200 with what it returns, 400 with the
+    :class:`BadQuery` or 404 with the :class:`NotFound` it raised."""
+
+    async def answer(query: Mapping[str, str]) -> tuple[int, Any]:
+        try:
+            return 200, await read(query)
+        except BadQuery as bad:
+            return 400, {"detail": str(bad)}
+        except NotFound as missing:
+            return 404, {"detail": str(missing)}
+        except Conflict as refused:
+            return 409, {"detail": str(refused)}
+
+    return answer
+
+
+def required(query: Mapping[str, str], name: str) -> str:
+    value = query.get(name, "").strip()
+    if not value:
+        raise BadQuery(f"{name} is required")
+    return value
+
+
+def reference_of(query: Mapping[str, str], name: str) -> str:
+    """A path's reference to an order (its id or its number): short and printable."""
+    value = required(query, name)
+    if len(value) > 100 or not value.isprintable():
+        raise BadQuery(f"{name} must be an order's id or number")
+    return value
+
+
+def as_uuid(name: str, value: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(value.strip())
+    except ValueError:
+        raise BadQuery(f"{name}={value!r} is not a UUID") from None
+
+
+def uuids(query: Mapping[str, str], name: str) -> list[uuid.UUID]:
+    """``?name=a,b,c``: at least one id, at most :data:`MAX_IDS`."""
+    values = [part for part in required(query, name).split(",") if part.strip()]
+    if len(values) > MAX_IDS:
+        raise BadQuery(f"{name} lists {len(values)} ids; ask for at most {MAX_IDS} at a time")
+    return [as_uuid(name, value) for value in values]
+
+
+def time_of(query: Mapping[str, str], name: str) -> datetime | None:
+    """An ISO 8601 time with its zone, or None when the parameter is absent."""
+    if name not in query:
+        return None
+    try:
+        at = datetime.fromisoformat(query[name])
+    except ValueError:
+        raise BadQuery(f"{name}={query[name]!r} is not an ISO 8601 time") from None
+    if at.tzinfo is None:
+        raise BadQuery(f"{name} needs a time zone (e.g. 2026-12-01T00:00:00Z)")
+    return at
+
+
+def limit_of(query: Mapping[str, str], *, default: int, most: int) -> int:
+    raw = query.get("limit", str(default))
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise BadQuery(f"limit={raw!r} is not a whole number") from None
+    if not 1 <= limit <= most:
+        raise BadQuery(f"limit must be between 1 and {most}")
+    return limit
+
+
+def iso(at: datetime | None) -> str | None:
+    return None if at is None else at.isoformat()
+
+
+# Due and unsent is what the relay has to publish now; a scheduled row counts once it has
+# fallen due, and its age from then (as the relay's own backlog gauge counts it).
+_STATUS: Final = text(
+    """
+    SELECT
+        count(*) FILTER (WHERE published_at IS NULL AND (due_at IS NULL OR due_at <= now())),
+        coalesce(extract(epoch FROM now() - min(coalesce(due_at, created_at)) FILTER (
+            WHERE published_at IS NULL AND (due_at IS NULL OR due_at <= now())
+        )), 0)::float8,
+        count(*) FILTER (WHERE published_at IS NULL AND due_at > now()),
+        count(*) FILTER (WHERE published_at IS NOT NULL)
+    FROM outbox
+    """
+)
+
+
+def outbox_routes(sessions: async_sessionmaker[AsyncSession]) -> list[OperatorRoute]:
+    """``GET /internal/v1/outbox``: the outbox's status (the relay's backlog);
+    ``GET /internal/v1/outbox/messages?key=…``: the messages kept for one key (an order's
+    id), oldest first, without their bodies."""
+
+    async def status(_: Mapping[str, str]) -> dict[str, Any]:
+        async with sessions() as session:
+            unsent, age, scheduled, sent = (await session.execute(_STATUS)).one()
+        return {
+            "unsent": int(unsent),
+            "oldest_unsent_age_seconds": float(age),
+            "scheduled": int(scheduled),
+            "sent_kept": int(sent),
+        }
+
+    async def messages(query: Mapping[str, str]) -> dict[str, Any]:
+        key = required(query, "key")
+        statement = (
+            select(
+                outbox.c.event_id,
+                outbox.c.message_type,
+                outbox.c.created_at,
+                outbox.c.published_at,
+                outbox.c.due_at,
+            )
+            .where(outbox.c.key == key)
+            .order_by(outbox.c.id)
+        )
+        async with sessions() as session:
+            rows = (await session.execute(statement)).all()
+        return {
+            "key": key,
+            "messages": [
+                {
+                    "event_id": str(row.event_id),
+                    "message_type": row.message_type,
+                    "created_at": iso(row.created_at),
+                    "published_at": iso(row.published_at),
+                    "due_at": iso(row.due_at),
+                }
+                for row in rows
+            ],
+        }
+
+    return [
+        OperatorRoute("GET", OUTBOX_PATH, answering(status)),
+        OperatorRoute("GET", OUTBOX_MESSAGES_PATH, answering(messages)),
+    ]
+
+
+def inbox_route(sessions: async_sessionmaker[AsyncSession]) -> OperatorRoute:
+    """``GET /internal/v1/inbox?event_ids=a,b,…``: which of those messages each of the
+    service's consumers handled, and when."""
+
+    async def handled(query: Mapping[str, str]) -> dict[str, Any]:
+        event_ids = uuids(query, "event_ids")
+        statement = (
+            select(inbox.c.consumer, inbox.c.event_id, inbox.c.message_type, inbox.c.processed_at)
+            .where(inbox.c.event_id.in_(event_ids))
+            .order_by(inbox.c.processed_at)
+        )
+        async with sessions() as session:
+            rows = (await session.execute(statement)).all()
+        return {
+            "handled": [
+                {
+                    "consumer": row.consumer,
+                    "event_id": str(row.event_id),
+                    "message_type": row.message_type,
+                    "processed_at": iso(row.processed_at),
+                }
+                for row in rows
+            ]
+        }
+
+    return OperatorRoute("GET", INBOX_PATH, answering(handled))
+
+
+def dead_letter_document(letter: StoredDeadLetter) -> dict[str, Any]:
+    """A dead letter as JSON: the body byte for byte (base64), and as text to read."""
+    return {
+        "id": letter.id,
+        "group": letter.group,
+        "source": letter.source,
+        "message_type": letter.message_type,
+        "key": letter.key,
+        "error_type": letter.error_type,
+        "error_message": letter.error_message,
+        "attempts": letter.attempts,
+        "first_failure_at": iso(letter.first_failure_at),
+        "last_failure_at": iso(letter.last_failure_at),
+        "truncated": letter.truncated,
+        "whole_body_size": letter.whole_body_size,
+        "headers": dict(letter.headers),
+        "body": letter.body.decode("utf-8", errors="replace"),
+        "body_base64": base64.b64encode(letter.body).decode("ascii"),
+    }
+
+
+def dead_letter_routes(
+    store: Callable[[], DeadLetterStore], groups: Sequence[str]
+) -> list[OperatorRoute]:
+    """The dead letters of ``groups`` (a worker's consumers) in ``store()`` (its transport's,
+    asked once the transport has started):
+
+    - ``GET /internal/v1/dead-letters[?group=…&message_type=…&error_type=…]``: oldest first
+      within each group;
+    - ``GET /internal/v1/dead-letters/{group}/{letter_id}``: one;
+    - ``POST /internal/v1/dead-letters/{group}/{letter_id}/redrive``: back to that consumer
+      alone (409 for one kept truncated);
+    - ``POST /internal/v1/dead-letters/{group}/{letter_id}/purge``: removed for good.
+    """
+    known = tuple(groups)
+
+    def letters_of(group: str) -> DeadLetters:
+        if group not in known:
+            raise BadQuery(f"group {group!r} is none of this worker's ({', '.join(known)})")
+        return DeadLetters(store(), group)
+
+    async def listed(query: Mapping[str, str]) -> dict[str, Any]:
+        chosen = [query["group"]] if query.get("group") else list(known)
+        where = DeadLetterFilter(
+            message_type=query.get("message_type") or None,
+            error_type=query.get("error_type") or None,
+        )
+        found = [letter for group in chosen for letter in await letters_of(group).list(where)]
+        return {"dead_letters": [dead_letter_document(letter) for letter in found]}
+
+    async def one(query: Mapping[str, str]) -> dict[str, Any]:
+        letters = letters_of(query["group"])
+        try:
+            return dead_letter_document(await letters.show(query["letter_id"]))
+        except KeyError as missing:
+            raise NotFound(str(missing).strip("'\"")) from None
+
+    async def redrive(query: Mapping[str, str]) -> dict[str, Any]:
+        letters = letters_of(query["group"])
+        try:
+            return dead_letter_document(await letters.redrive_one(query["letter_id"]))
+        except KeyError as missing:
+            raise NotFound(str(missing).strip("'\"")) from None
+        except ValueError as truncated:
+            raise Conflict(str(truncated)) from None
+
+    async def purge(query: Mapping[str, str]) -> dict[str, Any]:
+        letters = letters_of(query["group"])
+        try:
+            letter = await letters.show(query["letter_id"])
+        except KeyError as missing:
+            raise NotFound(str(missing).strip("'\"")) from None
+        await letters.store.purge(letters.group, [letter])
+        return dead_letter_document(letter)
+
+    return [
+        OperatorRoute("GET", DEAD_LETTERS_PATH, answering(listed)),
+        OperatorRoute("GET", DEAD_LETTER_PATH, answering(one)),
+        OperatorRoute("POST", f"{DEAD_LETTER_PATH}/redrive", answering(redrive)),
+        OperatorRoute("POST", f"{DEAD_LETTER_PATH}/purge", answering(purge)),
+    ]
