@@ -165,6 +165,32 @@ async def test_a_stop_marks_the_batch_already_published_instead_of_publishing_it
     assert await unsent(sessions) == 0
 
 
+class StoppedAfterAWhile(StoppedWhilePublishing):
+    """Takes a moment to publish (the relay claims the next rows meanwhile), then asks its
+    relay to stop."""
+
+    async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
+        await asyncio.sleep(0.3)
+        await super().publish(messages)
+
+
+async def test_a_stop_hands_over_no_further_batch_once_the_one_on_its_way_is_settled(
+    sessions: async_sessionmaker[AsyncSession], database_url: str
+) -> None:
+    # The rows claimed behind the batch on its way (the same key) wait for it; a stop
+    # while they wait settles that batch and leaves them for the next leader, instead of
+    # starting one more publication that the stop would then have to wait for.
+    broker = MemoryBroker()
+    transport = StoppedAfterAWhile(broker)
+    settings = FAST.model_copy(update={"batch_size": 2})
+    relay = transport.relay = Relay(database_url, transport, settings=settings)
+    await write_rows(sessions, keys=1, per_key=6)
+    async with relaying(relay) as running:
+        await asyncio.wait_for(running, 30)
+    assert len(broker.published) == 2
+    assert await unsent(sessions) == 4
+
+
 class NeverAcknowledges(MemoryTransport):
     """Takes a batch and never says whether it went (a broker that stopped answering)."""
 

@@ -211,10 +211,12 @@ class Relay:
                 if in_flight is not None:
                     try:
                         failed = await self._outcome(in_flight)
-                        if not failed and batch is None and claimed:
-                            # Every row claimed waited on the batch just acknowledged, the
-                            # first one's key being in it: they go now, without a second
-                            # read, and on their way while that batch is marked.
+                        handing_over = not failed and not self._stopping.is_set()
+                        if handing_over and batch is None and claimed:
+                            # The rows claimed waited on the batch just acknowledged (the
+                            # first one's key was in it): they go now, without a second
+                            # read, and on their way while that batch is marked. Not after
+                            # a stop: they stay for the next leader.
                             rows = list(claimed)
                             batch = self._start_publishing(rows)
                         settled = await self._mark(connection, in_flight, failed)
