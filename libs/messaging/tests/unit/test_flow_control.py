@@ -228,7 +228,7 @@ async def test_a_provider_that_says_when_to_come_back_holds_its_messages_that_lo
 
 async def test_a_retry_after_longer_than_the_ceiling_is_cut_to_it() -> None:
     smtp = CircuitBreaker("smtp", BreakerSettings(threshold=3, pause=0.1, longest_retry_after=0.2))
-    await smtp.told_to_wait(3600)
+    await smtp.told_to_wait(3600, probe=False)
     assert smtp.state is BreakerState.OPEN
     assert await asyncio.wait_for(smtp.admit(), 1) is True  # the probe, 0.2 s on
 
@@ -327,3 +327,71 @@ def test_the_rate_limit_now_is_in_the_metrics() -> None:
     assert gauge() == 40 * SLOW_DOWN
     bucket.speed_up()
     assert gauge() == bucket.rate > 40 * SLOW_DOWN
+
+
+async def test_a_retry_after_holds_the_message_though_the_provider_has_a_rate_limit() -> None:
+    # A 429 is "too fast" and says when to come back: the limit slows down, and the
+    # breaker still holds the message for that long, its only attempt unspent.
+    loop = asyncio.get_running_loop()
+    calls: list[float] = []
+
+    async def ask(event: OrderCreated, ctx: MessageContext) -> None:
+        calls.append(loop.time())
+        if len(calls) == 1:
+            provider_answered()
+            raise ProviderUnavailable("gateway", "429", retry_after=0.3, too_fast=True)
+        provider_answered()
+
+    router = Router("payment-service")
+    router.subscriber(OrderCreated, transactional=False, max_attempts=1, provider="gateway")(ask)
+    gateway = CircuitBreaker("gateway", SETTINGS)
+    bucket = TokenBucket(rate=1000)
+    pipeline = Pipeline(
+        router, time_scale=0.01, breakers={"gateway": gateway}, rate_limits={"gateway": bucket}
+    )
+    assert await asyncio.wait_for(pipeline.process(delivery(1)), 2) == Ack()
+    assert calls[1] - calls[0] >= 0.29
+    assert bucket.rate < 1000
+
+
+async def test_a_provider_that_says_come_back_now_again_and_again_is_asked_ever_more_slowly() -> (
+    None
+):
+    # Retry-After: 0 (or a date already past, or a clock behind): no hot loop of calls.
+    calls = 0
+
+    async def ask(event: OrderCreated, ctx: MessageContext) -> None:
+        nonlocal calls
+        calls += 1
+        raise ProviderUnavailable("gateway", "503", retry_after=0)
+
+    router = Router("payment-service")
+    router.subscriber(OrderCreated, transactional=False, provider="gateway")(ask)
+    gateway = CircuitBreaker("gateway", SETTINGS)  # pause 0.1 s, doubling to 0.4 s
+    pipeline = Pipeline(router, time_scale=0.01, breakers={"gateway": gateway})
+    waiting = asyncio.create_task(pipeline.process(delivery(1)))
+    await asyncio.sleep(1.0)
+    waiting.cancel()
+    await asyncio.wait([waiting])
+    assert calls <= 6, f"{calls} calls in a second"  # 0.1 + 0.2 + 0.4 + 0.4 …
+
+
+async def test_a_call_cut_at_the_timeout_counts_though_an_earlier_call_was_answered() -> None:
+    # The status read answered; the refund that followed hung: the provider is away.
+    async def refund(event: OrderCreated, ctx: MessageContext) -> None:
+        with calling_provider():
+            provider_answered()
+        with calling_provider():
+            await asyncio.sleep(10)
+
+    router = Router("payment-service")
+    router.subscriber(OrderCreated, transactional=False, provider="gateway", timeout=0.02)(refund)
+    gateway = CircuitBreaker("gateway", SETTINGS)
+    pipeline = Pipeline(router, time_scale=0.01, breakers={"gateway": gateway})
+    for _ in range(SETTINGS.threshold - 1):
+        assert isinstance(await pipeline.process(delivery(1)), Retry)
+    waiting = asyncio.create_task(pipeline.process(delivery(1)))
+    await asyncio.sleep(0.1)
+    assert gateway.state is BreakerState.OPEN
+    waiting.cancel()
+    await asyncio.wait([waiting])

@@ -68,3 +68,23 @@ async def test_any_answer_tells_the_breaker_the_gateway_is_there_and_no_answer_d
     with watching_contact() as contact, pytest.raises(GatewayUnavailable):
         await request(failing, "midtrans", "GET", "/x", delays=NO_PAUSE)
     assert not contact.answered, "a 5xx says it cannot answer"
+
+
+async def test_a_429_once_is_remembered_after_the_tries_that_follow_it() -> None:
+    replies = iter([httpx.Response(429), httpx.Response(503), httpx.Response(503)])
+    busy = client(lambda _: next(replies), [])
+    with pytest.raises(GatewayUnavailable) as raised:
+        await request(busy, "midtrans", "GET", "/v2/1/status", delays=NO_PAUSE)
+    assert raised.value.too_fast is True
+    assert raised.value.answered is False, "its last try got no answer of the gateway's"
+
+
+@pytest.mark.parametrize("value", [b"\xb2", b"1.5", b"soon", b"-3"])
+async def test_a_retry_after_that_is_no_number_of_seconds_nor_a_date_is_ignored(
+    value: bytes,
+) -> None:
+    # b"\xb2" reads as "²", a digit to str.isdigit and no number to float().
+    busy = client(lambda _: httpx.Response(503, headers={"Retry-After": value}), [])
+    with pytest.raises(GatewayUnavailable) as raised:
+        await request(busy, "midtrans", "GET", "/v2/1/status", delays=NO_PAUSE)
+    assert raised.value.retry_after is None

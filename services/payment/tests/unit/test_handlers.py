@@ -59,3 +59,11 @@ async def test_a_gateway_that_answered_something_not_settled_yet_is_an_ordinary_
     with watching_contact(), pytest.raises(TransientError) as raised:
         await told_to_the_pipeline(failing(moved, answered=True))
     assert not isinstance(raised.value, ProviderUnavailable)
+
+
+async def test_a_gateway_that_answered_a_first_call_and_not_the_next_is_away() -> None:
+    # The status read answered; the refund that followed got 503s: the refund API is
+    # away, and its breaker must count it (not an ordinary retry that closes it).
+    down = GatewayUnavailable("refund: answered 503", answered=False)
+    with watching_contact(), pytest.raises(ProviderUnavailable):
+        await told_to_the_pipeline(failing(down, answered=True))

@@ -167,11 +167,16 @@ class CircuitBreaker:
             elif self.state is BreakerState.CLOSED and self._failures >= self.threshold:
                 self._open()
 
-    async def told_to_wait(self, seconds: float) -> None:
+    async def told_to_wait(self, seconds: float, *, probe: bool) -> None:
         """The provider said when to ask again (``Retry-After``): open until then (at most
-        ``longest_retry_after``), whatever the count of failures."""
+        ``longest_retry_after``), whatever the count of failures, and no sooner than the
+        pause: a provider that says "now" (0, a date past, a clock behind) again and again
+        is asked ever more slowly, as after any failed probe."""
         async with self._changed:
-            self._probe_at = time.monotonic() + min(max(seconds, 0.0), self._longest_retry_after)
+            if probe:
+                self._pause = min(self._pause * 2, self._longest_pause)
+            wait = min(max(seconds, self._pause), self._longest_retry_after)
+            self._probe_at = time.monotonic() + wait
             self._to(BreakerState.OPEN)
 
     async def untold(self, *, probe: bool) -> None:

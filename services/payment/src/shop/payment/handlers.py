@@ -21,7 +21,6 @@ from shop.messaging import (
     Router,
     TransientError,
 )
-from shop.messaging.breaker import provider_has_answered
 from shop.payment.domain.errors import DomainError, GatewayUnavailable, NotificationDisputed
 from shop.payment.domain.notifications import Provider
 from shop.payment.ports import PaymentMetrics, PaymentStore
@@ -88,7 +87,7 @@ async def told_to_the_pipeline(use_case: Awaitable[str]) -> None:
         await use_case
     except GatewayUnavailable as error:
         told = error.retry_after is not None or error.too_fast
-        if told or not provider_has_answered():
+        if told or not error.answered:
             raise ProviderUnavailable(
                 GATEWAY_PROVIDER,
                 str(error),

@@ -43,7 +43,7 @@ class Breakers:
                         raise
                     retry_after = getattr(error, "retry_after", None)
                     if retry_after is not None:
-                        await breaker.told_to_wait(retry_after)
+                        await breaker.told_to_wait(retry_after, probe=probe)
                     else:
                         await breaker.unreachable(probe=probe)
                         if breaker.state is BreakerState.CLOSED:
@@ -80,4 +80,4 @@ def _provider_failed(error: Exception, breaker: CircuitBreaker, contact: Contact
     or the handler was cut at its timeout while waiting on it."""
     if isinstance(error, ProviderUnavailable):
         return error.provider == breaker.provider
-    return contact.hung and not contact.answered
+    return contact.hung  # cut inside a call to the provider, whatever earlier calls said

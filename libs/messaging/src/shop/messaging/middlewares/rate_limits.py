@@ -4,7 +4,8 @@ message waiting for it takes no turn) and outside the timeout (waiting is not a 
 
 A refusal for going too fast slows the provider's bucket down and counts as an ordinary
 failed try, the provider being there; once the bucket is as slow as it goes, such a
-refusal counts towards the breaker like any other."""
+refusal counts towards the breaker like any other. One that also says when to come back
+(a 429 with ``Retry-After``) goes on to the breaker, which holds the message that long."""
 
 from __future__ import annotations
 
@@ -37,8 +38,9 @@ class RateLimits:
         except ProviderUnavailable as error:
             if not error.too_fast or error.provider != subscriber.provider:
                 raise
-            if not bucket.slow_down():
-                raise
+            slowed = bucket.slow_down()
+            if error.retry_after is not None or not slowed:
+                raise  # for the breaker: it holds the message that long, or counts it
             log.warning(
                 "provider says the shop calls too fast; slowing down",
                 provider=error.provider,

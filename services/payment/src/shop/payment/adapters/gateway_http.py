@@ -41,7 +41,8 @@ async def request(
     long. Any answer of the gateway's own, a refusal included, tells that breaker the
     gateway is there (``provider_answered``)."""
     problem = ""
-    too_fast = False
+    too_fast = False  # once the gateway said so, whatever the tries after it got
+    answered = False  # by the gateway itself, at the last try
     for attempt in range(len(delays) + 1):
         if attempt:
             await asyncio.sleep(delays[attempt - 1])
@@ -50,12 +51,14 @@ async def request(
                 reply = await client.request(method, path, json=json)
         except httpx.HTTPError as error:  # no answer: connection, timeout, protocol
             problem = f"{type(error).__name__}: {error}"
+            answered = False
             continue
-        if reply.status_code < 500:
+        answered = reply.status_code < 500
+        if answered:
             provider_answered()  # a 429 too: it is there, and says "not now"
         if reply.status_code in _PASSING:
             problem = f"answered {reply.status_code}"
-            too_fast = reply.status_code == 429
+            too_fast = too_fast or reply.status_code == 429
             retry_after = _retry_after(reply)
             if retry_after is not None:
                 raise GatewayUnavailable(
@@ -63,6 +66,7 @@ async def request(
                     f"{problem}",
                     retry_after=retry_after,
                     too_fast=too_fast,
+                    answered=answered,
                 )
             continue
         if reply.status_code == 404 and missing_is_none:
@@ -71,7 +75,9 @@ async def request(
             return reply
         raise GatewayRefused(f"{gateway} refused {method} {path}: {_said(reply)}")
     raise GatewayUnavailable(
-        f"{gateway} could not be asked ({method} {path}): {problem}", too_fast=too_fast
+        f"{gateway} could not be asked ({method} {path}): {problem}",
+        too_fast=too_fast,
+        answered=answered,
     )
 
 
@@ -81,7 +87,7 @@ def _retry_after(reply: httpx.Response) -> float | None:
     value = reply.headers.get("Retry-After", "").strip()
     if not value:
         return None
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         return float(value)
     try:
         when = email.utils.parsedate_to_datetime(value)

@@ -32,14 +32,24 @@ class GatewayUnavailable(Exception):
     """The gateway's API could not be asked or did not answer usefully (a timeout, a refused
     connection, a 5xx, a 429): nothing is known, so nothing is decided; retried.
     ``retry_after``: the gateway said when to ask again (seconds); ``too_fast``: it said
-    the shop asks too often (a 429)."""
+    the shop asks too often (a 429); ``answered``: the gateway itself answered the last
+    try (its circuit breaker is told so), rather than nobody or its proxy (no reply, a
+    5xx)."""
+
+    answered_by_default = False
 
     def __init__(
-        self, reason: str, *, retry_after: float | None = None, too_fast: bool = False
+        self,
+        reason: str,
+        *,
+        retry_after: float | None = None,
+        too_fast: bool = False,
+        answered: bool | None = None,
     ) -> None:
         super().__init__(reason)
         self.retry_after = retry_after
         self.too_fast = too_fast
+        self.answered = self.answered_by_default if answered is None else answered
 
 
 class GatewayRefused(DomainError):
@@ -66,7 +76,11 @@ class ChargeMovedOn(GatewayUnavailable):
     """The gateway refused a refund of a charge that changed meanwhile (a capture that
     settled): asked again, the call that fits it now is made."""
 
+    answered_by_default = True
+
 
 class RefundNotListed(GatewayUnavailable):
     """The gateway accepted a refund that its status does not list yet: asked again later
     (the refund key makes asking again safe)."""
+
+    answered_by_default = True
