@@ -6,7 +6,7 @@ from __future__ import annotations
 import aiosmtplib
 import pytest
 
-from shop.notification.adapters.smtp import about_the_email
+from shop.notification.adapters.smtp import about_the_email, about_the_provider
 from shop.notification.ports import Email, EmailDeferred, EmailRejected, EmailUnavailable
 
 EMAIL = Email("ayu@example.com", "s", "t", "<p>h</p>", "<1@skincare-shop.example>")
@@ -52,3 +52,23 @@ def test_a_refusal_for_the_senders_rate_says_so(code: int, message: str, too_fas
     refusal = about_the_email(aiosmtplib.SMTPResponseException(code, message), EMAIL)
     assert isinstance(refusal, EmailUnavailable)
     assert refusal.too_fast is too_fast
+
+
+@pytest.mark.parametrize(
+    ("error", "too_fast"),
+    [
+        (aiosmtplib.SMTPConnectResponseError(421, "4.7.0 too many connections, slow down"), True),
+        (aiosmtplib.SMTPSenderRefused(451, "4.7.28 unusual rate of mail", "shop@example"), True),
+        (aiosmtplib.SMTPResponseException(454, "Throttling failure: Maximum sending rate"), True),
+        (aiosmtplib.SMTPConnectResponseError(421, "4.3.2 service shutting down"), False),
+        (aiosmtplib.SMTPServerDisconnected("connection lost"), False),
+        (ConnectionRefusedError(111, "refused"), False),
+    ],
+)
+def test_a_refusal_before_the_email_for_the_senders_rate_says_so(
+    error: Exception, too_fast: bool
+) -> None:
+    # How Gmail throttles (at the greeting or MAIL FROM), and Amazon SES's 454.
+    unavailable = about_the_provider(error)
+    assert isinstance(unavailable, EmailUnavailable)
+    assert unavailable.too_fast is too_fast

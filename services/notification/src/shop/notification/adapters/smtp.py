@@ -52,9 +52,7 @@ class SmtpEmailSender:
         except aiosmtplib.SMTPDataError as error:
             raise about_the_email(error, email) from error
         except (aiosmtplib.SMTPException, OSError) as error:
-            # The relay or the way to it: timeouts, refused or dropped connections, and
-            # refusals of the greeting, STARTTLS, the login or the sender.
-            raise EmailUnavailable(f"{type(error).__name__}: {error}") from error
+            raise about_the_provider(error) from error
         finally:
             # Dropped, not QUIT: the e-mail is sent (or not) already, and a cancelled send
             # must not wait on the provider.
@@ -82,11 +80,36 @@ def about_the_email(error: aiosmtplib.SMTPResponseException, email: Email) -> Ex
         about_the_recipient = subject in {"1", "2"} or (subject, detail) == ("7", "1")
     if about_the_recipient:
         return EmailDeferred(f"the provider put off the e-mail to {email.to}: {reply}")
-    # 4.7.x (greylisting's 4.7.1 aside) is the provider's policy: in practice its rate.
-    too_fast = enhanced is not None and enhanced.group(2) == "7"
     return EmailUnavailable(
-        f"the provider deferred the e-mail to {email.to}: {reply}", too_fast=too_fast
+        f"the provider deferred the e-mail to {email.to}: {reply}",
+        too_fast=_for_the_rate(error.code, error.message),
     )
+
+
+def about_the_provider(error: Exception) -> EmailUnavailable:
+    """The relay or the way to it failed before the e-mail was handed over: a timeout, a
+    refused or dropped connection, a refusal of the greeting, STARTTLS, the login or the
+    sender; ``too_fast`` when that refusal was for the sender's rate (how Gmail throttles,
+    at the greeting or at MAIL FROM)."""
+    too_fast = isinstance(error, aiosmtplib.SMTPResponseException) and _for_the_rate(
+        error.code, error.message
+    )
+    return EmailUnavailable(f"{type(error).__name__}: {error}", too_fast=too_fast)
+
+
+_THROTTLED: Final = re.compile(r"\b(throttl|rate)", re.IGNORECASE)
+
+
+def _for_the_rate(code: int, message: str) -> bool:
+    """A 4xx for the sender's rate: an enhanced 4.7.x (the provider's policy, in practice its
+    rate; greylisting's 4.7.1 is about the recipient and told apart before), or a reply
+    with no enhanced code that says so (Amazon SES's "454 Throttling failure")."""
+    if not 400 <= code < 500:
+        return False
+    enhanced = _ENHANCED_CODE.match(message)
+    if enhanced is not None:
+        return enhanced.group(2) == "7" and enhanced.group(3) != "1"
+    return _THROTTLED.search(message) is not None
 
 
 def deliverable_address(address: str) -> str:
