@@ -6,10 +6,13 @@ is in ``tests/integration/test_kafka_transport.py``)."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import pytest
 from faststream.kafka import KafkaBroker, KafkaMessage, TestKafkaBroker
 
 from shop.contracts import OrderCreated, examples, wrap
+from shop.messaging.errors import MessagingError
 from shop.messaging.naming import Naming
 from shop.messaging.settings import KafkaSettings
 from shop.messaging.testing import outgoing
@@ -47,3 +50,19 @@ async def test_the_client_publishes_to_faststreams_test_broker_in_memory() -> No
     assert received == [
         (m.key.encode() if m.key else None, m.body, dict(m.headers)) for m in messages
     ]
+
+
+class PublishesWithoutReceipt:
+    """A broker whose publish hands back no delivery future (a middleware that drops it)."""
+
+    async def publish(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+async def test_a_publish_with_no_receipt_from_the_shops_own_broker_is_an_error() -> None:
+    # Only a broker the caller gave (FastStream's test broker) delivers without a receipt:
+    # from the shop's own, it would let the relay mark a row sent that Kafka never had.
+    client = KafkaClient(KafkaSettings(bootstrap_servers=BOOTSTRAP))
+    client._broker = PublishesWithoutReceipt()  # type: ignore[assignment]
+    with pytest.raises(MessagingError, match="no receipt"):
+        await client.enqueue("t", b"{}", {}, "k")

@@ -18,6 +18,7 @@ from shop.messaging.logging import mask_emails
 from shop.messaging.message import Delivery, OutgoingMessage
 from shop.messaging.outcome import DeadLetter, Failure
 from shop.messaging.relay import Relay, RelaySettings, _sent_in_key_order, asyncpg_dsn
+from shop.messaging.transports.kafka.wire import decode_headers
 from shop.messaging.transports.memory import MemoryBroker, MemoryTransport
 from shop.messaging.transports.sqs.client import refused_entries
 
@@ -107,3 +108,20 @@ async def test_a_relay_whose_connection_breaks_mid_statement_connects_again() ->
     relay._serve = serve  # type: ignore[method-assign]
     await asyncio.wait_for(relay.run(), 5)
     assert failures == []
+
+
+def test_reading_a_kafka_record_drops_only_what_faststreams_publish_added() -> None:
+    # FastStream adds an empty content-type and a correlation_id copied from the shop's
+    # own header; a foreign producer's headers of those names are the message's.
+    ours = [
+        ("x-correlation-id", b"c-1"),
+        ("content-type", b""),
+        ("correlation_id", b"c-1"),
+        ("x-event-id", b"e-1"),
+    ]
+    assert decode_headers(ours) == {"x-correlation-id": "c-1", "x-event-id": "e-1"}
+    foreign = [("content-type", b"application/json"), ("correlation_id", b"theirs")]
+    assert decode_headers(foreign) == {
+        "content-type": "application/json",
+        "correlation_id": "theirs",
+    }

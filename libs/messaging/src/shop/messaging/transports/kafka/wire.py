@@ -50,18 +50,20 @@ def decode_key(key: bytes | None) -> str | None:
 
 
 PUBLISHER_HEADERS: Final = frozenset({"content-type", "correlation_id"})
-"""Headers FastStream's publish adds to every record: the transport's, not the message's
-(the shop's correlation id travels in its own header, which FastStream's copies)."""
+"""Headers FastStream's publish adds to every record: an empty ``content-type`` (the body
+is bytes) and ``correlation_id``, given the shop's own correlation id."""
 
 
 def decode_headers(raw: Iterable[tuple[str, bytes | None]] | None) -> dict[str, str]:
-    """A record's headers as its producer gave them: FastStream's own left out, and
-    undecodable bytes replaced (so that one foreign header does not stop the consumer)."""
-    return {
-        name: (value or b"").decode("utf-8", errors="replace")
-        for name, value in (raw or ())
-        if name not in PUBLISHER_HEADERS
-    }
+    """A record's headers as its producer gave them: undecodable bytes replaced (so that one
+    foreign header does not stop the consumer), and what FastStream's publish added left
+    out; a foreign producer's headers of the same names, other values, are kept."""
+    headers = {name: (value or b"").decode("utf-8", errors="replace") for name, value in raw or ()}
+    if headers.get("content-type") == "":
+        del headers["content-type"]
+    if "correlation_id" in headers and headers["correlation_id"] == headers.get(h.CORRELATION_ID):
+        del headers["correlation_id"]
+    return headers
 
 
 def retry_headers(delivery: Delivery, outcome: Retry) -> dict[str, str]:
