@@ -85,6 +85,12 @@ class OpsSettings(BaseSettings):
     file), from which an order's timeline adds its failed tries and the console shows its
     traces. None where there is none: the timeline and the console then show no spans."""
 
+    @field_validator("tracing_url", mode="before")
+    @classmethod
+    def empty_is_unset(cls, value: Any) -> Any:
+        """An empty URL is none: compose and a ConfigMap pass a variable left blank as ""."""
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("messaging", mode="before")
     @classmethod
     def kafka_unless_told(cls, value: Any) -> Any:
