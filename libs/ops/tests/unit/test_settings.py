@@ -128,3 +128,11 @@ def test_production_refuses_a_weak_secret_it_is_given_by_name(
 def test_production_refuses_a_development_secret_given_on_purpose() -> None:
     with pytest.raises(ValidationError, match="SHOP_OPS_JWT_SECRET must not be the development"):
         OpsSettings(environment="production", jwt_secret=SecretStr(DEVELOPMENT_SIGNING_KEY))
+
+
+def test_an_empty_tracing_url_means_no_tracing_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    # compose passes SHOP_OPS_TRACING_URL as "" when .env leaves SHOP_TRACING_URL unset.
+    monkeypatch.setenv("SHOP_OPS_TRACING_URL", "")
+    assert OpsSettings(environment="test").tracing_url is None
+    monkeypatch.setenv("SHOP_OPS_TRACING_URL", "http://jaeger-query:16686")
+    assert OpsSettings(environment="test").tracing_url == "http://jaeger-query:16686"

@@ -15,10 +15,9 @@ import pytest
 from shop.console.bootstrap import build_app
 from shop.console.ports import LetterQuery
 from shop.console.settings import ConsoleSettings
-from shop.devstack.spans import RecordedSpan
 from shop.ops.errors import Unreachable
 from shop.ops.timeline import TimelineEntry
-from shop.ops.traces import as_traces
+from shop.ops.traces import Span, as_traces
 
 from .browsing import csrf_of, log_in
 from .fakes import ADMIN, MAIL, NOW, ORDER, ORDER_ID, PASSWORD, SETTINGS, FakeShop, letter
@@ -89,7 +88,7 @@ async def test_an_order_page_shows_its_status_and_its_timeline_in_order(
     assert placed < published < emailed
 
 
-def span(span_id: str, parent: str | None, name: str, at: float, **fields: Any) -> RecordedSpan:
+def span(span_id: str, parent: str | None, name: str, at: float, **fields: Any) -> Span:
     start = NOW + timedelta(seconds=at)
     defaults: dict[str, Any] = {
         "trace_id": "ab" * 16,
@@ -106,7 +105,7 @@ def span(span_id: str, parent: str | None, name: str, at: float, **fields: Any) 
         "status_message": None,
         "attributes": {},
     }
-    return RecordedSpan(**{**defaults, **fields})
+    return Span(**{**defaults, **fields})
 
 
 async def test_an_order_page_shows_its_traces_in_call_order_and_marks_failures(

@@ -79,9 +79,17 @@ class OpsSettings(BaseSettings):
     tokens ``shopctl token`` issues."""
     mail_dir: Path | None = None
     """The development SMTP sink's folder of captured ``.eml`` files."""
-    trace_dir: Path | None = None
-    """The folder the shop's processes write their spans to (the ``file`` exporter), from
-    which an order's timeline adds its failed tries and the console shows its traces."""
+    tracing_url: str | None = None
+    """The tracing backend's query API (Jaeger's HTTP API, e.g. ``http://jaeger-query:16686``;
+    ``make run`` serves the same over its span files and writes its address into its env
+    file), from which an order's timeline adds its failed tries and the console shows its
+    traces. None where there is none: the timeline and the console then show no spans."""
+
+    @field_validator("tracing_url", mode="before")
+    @classmethod
+    def empty_is_unset(cls, value: Any) -> Any:
+        """An empty URL is none: compose and a ConfigMap pass a variable left blank as ""."""
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("messaging", mode="before")
     @classmethod

@@ -12,8 +12,9 @@ what links an inbox row to the order.
 
 A failed try leaves no row anywhere (the message is tried again, or dead-lettered): the
 tries that failed and were retried, and the deliveries that came again, are read from the
-traces, where the shop writes them to a folder (``SHOP_OPS_TRACE_DIR``; ``make run`` does).
-In production they are in the tracing backend, and a dead letter counts its attempts.
+traces, asked of the tracing backend (``SHOP_OPS_TRACING_URL``: production's, or the one
+``make run`` serves over its span files); without one the timeline has none of them, and a
+dead letter still counts its attempts.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from shop.messaging.internal import INBOX_PATH, OUTBOX_MESSAGES_PATH
 from shop.messaging.tracing import (
@@ -39,10 +40,7 @@ from shop.ops.deadletters import DeadLetterQuery, list_dead_letters
 from shop.ops.errors import OpsError
 from shop.ops.internal import NotFoundThere, OperatorPort, listed_by_ids, operator_port, quoted
 from shop.ops.settings import NOTIFICATION_SERVICE, ORDER_SERVICE, PAYMENT_SERVICE, OpsSettings
-from shop.ops.traces import order_spans
-
-if TYPE_CHECKING:  # the span file is development's: the image has no shop.devstack
-    from shop.devstack.spans import RecordedSpan
+from shop.ops.traces import Span, order_spans
 
 ORDERS_PATH: Final = "/internal/v1/orders"
 
@@ -118,7 +116,7 @@ async def order_timeline(
     return sorted(entries, key=lambda entry: entry.at)
 
 
-def traced_tries(spans: Iterable[RecordedSpan]) -> list[TimelineEntry]:
+def traced_tries(spans: Iterable[Span]) -> list[TimelineEntry]:
     """The failed tries that were retried, and the deliveries that came again, of the
     CONSUMER spans among ``spans`` (a span that dead-lettered its message is left to the
     dead letter's own entry)."""
