@@ -118,7 +118,7 @@ class FakeOperations:
     lag_failure: OpsError | None = None
     timeline_failure: OpsError | None = None
     traces: list[OrderTrace] | None = None
-    """None: the console reads no trace folder."""
+    """None: the console is given no tracing backend."""
     reconciled: Reconciliation | None = None
     failure: OpsError | None = None
     """Raised by every call when set: a part of the shop that cannot be reached."""
