@@ -93,3 +93,19 @@ async def test_the_emails_recorded_before_the_migration_stay_recorded_and_it_goe
         assert [(row["order_id"], row["kind"]) for row in rows] == [(order_id, "payment_receipt")]
     finally:
         await connection.close()
+
+
+async def test_going_back_before_0003_keeps_the_record_of_an_email_of_a_newer_kind(
+    database_url: str,
+) -> None:
+    await migrate_async(database_url)
+    connection = await asyncpg.connect(database_url)
+    try:
+        await connection.execute(INSERT, uuid.uuid4(), "shipping_notice", "", uuid.uuid4())
+        await asyncio.to_thread(command.downgrade, MIGRATIONS.config(database_url), "0002")
+        assert await connection.fetchval("SELECT count(*) FROM order_notifications") == 1
+        # New rows are checked against 0002's kinds again.
+        with pytest.raises(asyncpg.CheckViolationError, match="kind_known"):
+            await connection.execute(INSERT, uuid.uuid4(), "newsletter", "", uuid.uuid4())
+    finally:
+        await connection.close()

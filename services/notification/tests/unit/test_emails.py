@@ -3,8 +3,11 @@ templates: each entry has a handler of its own, named after it, and both templat
 
 from __future__ import annotations
 
+import pytest
+
+from shop.contracts import OrderCreated
 from shop.messaging.asyncapi import unwired
-from shop.notification.domain.emails import EMAILS
+from shop.notification.domain.emails import EMAILS, OrderEmail
 from shop.notification.domain.kinds import PER_REVERSAL, NotificationKind
 from shop.notification.domain.rendering import template_environment
 from shop.notification.domain.reversals import ReversalNotice
@@ -25,3 +28,14 @@ def test_each_kind_is_an_email_and_each_email_has_both_templates() -> None:
     for name in names:
         for part in ("txt", "html"):
             environment.get_template(f"{name}.{part}.j2")
+
+
+def test_an_email_with_an_invoice_must_be_of_a_paid_order() -> None:
+    with pytest.raises(ValueError, match="invoice"):
+        OrderEmail(
+            NotificationKind.ORDER_CONFIRMATION,
+            OrderCreated,
+            handler="send_order_confirmation",
+            subject="Order {number} confirmed",
+            invoice=True,
+        )

@@ -27,7 +27,12 @@ class OrderEmail:
     """``{number}`` stands for the order number. Unused for a reversal notice, whose
     subject and templates its reversal decides (``domain/reversals.py``)."""
     invoice: bool = False
-    """It carries the order's invoice, as a PDF."""
+    """It carries the order's invoice, as a PDF (of a paid order: its event is
+    ``OrderPaid``)."""
+
+    def __post_init__(self) -> None:
+        if self.invoice and not issubclass(self.event, OrderPaid):
+            raise ValueError(f"{self.handler}: an invoice is of a paid order, not {self.event}")
 
 
 CONFIRMATION: Final = OrderEmail(
