@@ -23,6 +23,7 @@ from .conftest import (
     on_broker,
     order_created,
     reading,
+    worker_ports,
 )
 
 ORDER = uuid.uuid4()
@@ -169,7 +170,6 @@ async def test_an_order_is_found_by_its_number_too(
 
 async def test_the_dead_letters_about_the_order_are_on_its_timeline(
     service_databases: dict[str, str],
-    internal_apis: dict[str, str],
     request: pytest.FixtureRequest,
     unique_name: str,
 ) -> None:
@@ -182,7 +182,8 @@ async def test_the_dead_letters_about_the_order_are_on_its_timeline(
         Seeded("notification-service", order_created(), "EmailRejected", "another order"),
     )
 
-    timeline = await order_timeline(reading(internal_apis, messaging), ORDER)
+    async with worker_ports(messaging, service_databases) as urls:
+        timeline = await order_timeline(reading(urls, messaging), ORDER)
 
     letters = [e for e in timeline if e.what.startswith("dead letter")]
     assert len(letters) == 1
