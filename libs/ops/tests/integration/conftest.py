@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,6 +27,7 @@ from shop.messaging import KafkaSettings, MessagingSettings, Naming, SqsSettings
 from shop.messaging.asyncapi import discover
 from shop.messaging.deadletters import dead_letter_headers
 from shop.messaging.health import OperatorRoute
+from shop.messaging.internal import dead_letter_routes
 from shop.messaging.message import Delivery
 from shop.messaging.outbox import message_headers
 from shop.messaging.outcome import DeadLetter, Failure
@@ -36,6 +37,7 @@ from shop.messaging.transports.kafka.client import KafkaClient
 from shop.messaging.transports.sqs import SqsTransport
 from shop.messaging.transports.sqs.client import SqsClient
 from shop.notification.internal import internal_routes as notification_routes
+from shop.ops.services import shop_services
 from shop.ops.settings import OpsSettings
 from shop.order.internal import internal_routes as order_routes
 from shop.payment.internal import internal_routes as payment_routes
@@ -179,21 +181,37 @@ async def create_all(url: str, metadata: list[MetaData]) -> None:
         await engine.dispose()
 
 
+@asynccontextmanager
+async def worker_ports(
+    messaging: MessagingSettings, databases: dict[str, str] | None = None
+) -> AsyncIterator[dict[str, str]]:
+    """Each service's worker port as its worker serves it, behind :data:`OPERATOR_TOKEN`:
+    its consumers' dead letters on ``messaging``'s bus and, given ``databases``, its
+    internal API on its database. The base URL of each, by service name."""
+    async with AsyncExitStack() as stack:
+        transport = create_transport(messaging)
+        await transport.start()
+        stack.push_async_callback(transport.close)
+        urls = {}
+        for service in shop_services():
+            routes = list(dead_letter_routes(lambda: transport.dead_letter_store, service.groups))
+            if databases is not None:
+                engine = create_async_engine(
+                    databases[service.name].replace("postgresql://", "postgresql+asyncpg://", 1)
+                )
+                stack.push_async_callback(engine.dispose)
+                sessions = async_sessionmaker(engine, expire_on_commit=False)
+                routes += INTERNAL_ROUTES[service.name](sessions)
+            urls[service.name] = await stack.enter_async_context(
+                operator_port(routes, token=OPERATOR_TOKEN)
+            )
+        yield urls
+
+
 @pytest.fixture
 async def internal_apis(service_databases: dict[str, str]) -> AsyncIterator[dict[str, str]]:
-    """Each service's internal API on its database, behind :data:`OPERATOR_TOKEN`, served
-    as its worker serves it: the base URL of each, by service name."""
-    async with AsyncExitStack() as stack:
-        urls = {}
-        for service, routes in INTERNAL_ROUTES.items():
-            engine = create_async_engine(
-                service_databases[service].replace("postgresql://", "postgresql+asyncpg://", 1)
-            )
-            stack.push_async_callback(engine.dispose)
-            sessions = async_sessionmaker(engine, expire_on_commit=False)
-            urls[service] = await stack.enter_async_context(
-                operator_port(routes(sessions), token=OPERATOR_TOKEN)
-            )
+    """Each service's worker port on its database (and the memory bus's dead letters)."""
+    async with worker_ports(MessagingSettings(transport="memory"), service_databases) as urls:
         yield urls
 
 

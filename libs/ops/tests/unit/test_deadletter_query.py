@@ -1,36 +1,127 @@
+"""Dead letters as shop.ops reads them: asked of each group's worker through the routes
+every worker serves (:func:`shop.messaging.internal.dead_letter_routes`, here on a
+hand-written store), filtered there by type and here by text; redriven and purged one
+request per letter."""
+
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 
+import pytest
+from pydantic import SecretStr
+
 from shop.messaging import StoredDeadLetter
-from shop.ops.deadletters import DeadLetterQuery
+from shop.messaging.internal import dead_letter_routes
+from shop.messaging.testing import operator_port
+from shop.ops.deadletters import (
+    DeadLetterEntry,
+    DeadLetterQuery,
+    GroupCount,
+    NoSuchDeadLetter,
+    list_dead_letters,
+    purge_dead_letters,
+    redrive_dead_letter,
+    redrive_dead_letters,
+    show_dead_letter,
+)
+from shop.ops.errors import OpsError
 from shop.ops.services import ConsumerGroupOf
+from shop.ops.settings import OpsSettings
 
 NOW = datetime(2026, 12, 3, tzinfo=UTC)
+TOKEN = "an-operator-token-of-this-test-long-enough"
+NOTIFICATION = "notification-service"
+PAYMENT = "payment-service"
 
 
-def letter(
+def stored(
     *,
+    id: str = "0-1",
+    group: str = NOTIFICATION,
     message_type: str = "order.created",
     error_type: str = "EmailRejected",
     error_message: str = "550 mailbox unavailable",
     key: str = "6f1c2a4e-8d3b-4c1a-9e2f-0a1b2c3d4e5f",
     body: bytes = b'{"payload": {"order_number": "SK-7KQ4-M2XD"}}',
+    whole_body_size: int | None = None,
 ) -> StoredDeadLetter:
     return StoredDeadLetter(
-        id="0-1",
-        group="notification-service",
+        id=id,
+        group=group,
         source="shop-order-created",
         message_type=message_type,
         body=body,
-        headers={},
+        headers={"x-shop-test": "yes"},
         error_type=error_type,
         error_message=error_message,
         attempts=1,
         first_failure_at=NOW,
         last_failure_at=NOW,
         key=key,
+        whole_body_size=whole_body_size,
     )
+
+
+def letter(**fields: object) -> DeadLetterEntry:
+    kept = stored(**fields)  # type: ignore[arg-type]
+    return DeadLetterEntry(
+        id=kept.id,
+        service=kept.group,
+        group=kept.group,
+        source=kept.source,
+        message_type=kept.message_type,
+        key=kept.key,
+        error_type=kept.error_type,
+        error_message=kept.error_message,
+        attempts=kept.attempts,
+        first_failure_at=NOW,
+        last_failure_at=NOW,
+        truncated=kept.truncated,
+        body=kept.body,
+        headers=dict(kept.headers),
+    )
+
+
+class KeptLetters:
+    """A transport's dead-letter store in memory: what it holds and what went back."""
+
+    def __init__(self, *letters: StoredDeadLetter) -> None:
+        self.held = list(letters)
+        self.redriven: list[str] = []
+
+    async def list(self, group: str) -> list[StoredDeadLetter]:
+        return [letter for letter in self.held if letter.group == group]
+
+    async def redrive(self, group: str, letter: StoredDeadLetter) -> None:
+        self.held.remove(letter)
+        self.redriven.append(letter.id)
+
+    async def redrive_all(self, group: str, *, per_second: float) -> int:
+        raise AssertionError("the routes redrive one letter at a time")
+
+    async def purge(self, group: str, letters: list[StoredDeadLetter]) -> None:
+        for one in letters:
+            self.held.remove(one)
+
+
+@asynccontextmanager
+async def workers(store: KeptLetters) -> AsyncIterator[OpsSettings]:
+    """Payment's and notification's workers serving ``store``'s letters of their groups."""
+    async with (
+        operator_port(dead_letter_routes(lambda: store, [PAYMENT]), token=TOKEN) as payment,
+        operator_port(dead_letter_routes(lambda: store, [NOTIFICATION]), token=TOKEN) as mail,
+        operator_port(dead_letter_routes(lambda: store, ["order-service"]), token=TOKEN) as order,
+    ):
+        yield OpsSettings(
+            environment="test",
+            order_worker_url=order,
+            payment_worker_url=payment,
+            notification_worker_url=mail,
+            operator_token=SecretStr(TOKEN),
+        )
 
 
 def consumer(service: str, group: str) -> ConsumerGroupOf:
@@ -41,26 +132,26 @@ def test_an_empty_query_takes_every_group_and_matches_every_letter() -> None:
     query = DeadLetterQuery()
     assert query.takes(consumer("order-service", "order-service"))
     assert query.matches(letter())
-    assert query.is_everything
+    assert query.params == {}
 
 
 def test_service_and_group_choose_the_groups() -> None:
-    payment = consumer("payment-service", "payment-service")
-    notification = consumer("notification-service", "notification-service")
-    assert DeadLetterQuery(service="payment-service").takes(payment)
-    assert not DeadLetterQuery(service="payment-service").takes(notification)
-    assert DeadLetterQuery(group="notification-service").takes(notification)
-    assert not DeadLetterQuery(service="payment-service", group="notification-service").takes(
-        notification
-    )
+    payment = consumer(PAYMENT, PAYMENT)
+    notification = consumer(NOTIFICATION, NOTIFICATION)
+    assert DeadLetterQuery(service=PAYMENT).takes(payment)
+    assert not DeadLetterQuery(service=PAYMENT).takes(notification)
+    assert DeadLetterQuery(group=NOTIFICATION).takes(notification)
+    assert not DeadLetterQuery(service=PAYMENT, group=NOTIFICATION).takes(notification)
 
 
-def test_type_and_error_type_must_match_exactly() -> None:
+def test_type_and_error_type_must_match_exactly_and_are_asked_of_the_worker() -> None:
     assert DeadLetterQuery(message_type="order.created").matches(letter())
     assert not DeadLetterQuery(message_type="order.paid").matches(letter())
     assert DeadLetterQuery(error_type="EmailRejected").matches(letter())
     assert not DeadLetterQuery(error_type="PermanentError").matches(letter())
-    assert not DeadLetterQuery(error_type="EmailRejected").is_everything
+    assert DeadLetterQuery(error_type="EmailRejected", contains="x").params == {
+        "error_type": "EmailRejected"
+    }
 
 
 def test_contains_finds_text_in_the_error_the_key_or_the_body_in_any_case() -> None:
@@ -69,3 +160,63 @@ def test_contains_finds_text_in_the_error_the_key_or_the_body_in_any_case() -> N
     assert DeadLetterQuery(contains="sk-7kq4").matches(letter())
     assert not DeadLetterQuery(contains="SK-0000").matches(letter())
     assert DeadLetterQuery(contains="x").matches(letter(body=b"\xff\xfex"))
+
+
+async def test_letters_are_read_from_each_groups_worker_byte_for_byte() -> None:
+    bounced = stored(body=b"\xff\xfe not quite utf-8")
+    refused = stored(id="0-2", group=PAYMENT, error_type="PermanentError", error_message="no")
+    async with workers(KeptLetters(bounced, refused)) as settings:
+        letters = await list_dead_letters(settings)
+        assert [(x.service, x.id) for x in letters] == [(NOTIFICATION, "0-1"), (PAYMENT, "0-2")]
+        assert letters[0] == replace(letter(), body=bounced.body)
+        by_text = await list_dead_letters(settings, DeadLetterQuery(contains="MAILBOX"))
+        assert [x.id for x in by_text] == ["0-1"]
+        by_error = await list_dead_letters(settings, DeadLetterQuery(error_type="PermanentError"))
+        assert [x.group for x in by_error] == [PAYMENT]
+        assert await show_dead_letter(settings, "0-2") == by_error[0]  # found in its group
+
+
+async def test_one_letter_is_redriven_by_its_group_and_an_unknown_one_said_so() -> None:
+    store = KeptLetters(stored(), stored(id="0-9", whole_body_size=10_000))
+    async with workers(store) as settings:
+        redriven = await redrive_dead_letter(settings, "0-1", group=NOTIFICATION)
+        assert (redriven.id, store.redriven) == ("0-1", ["0-1"])
+        with pytest.raises(NoSuchDeadLetter, match="no dead letter '0-1' in group"):
+            await redrive_dead_letter(settings, "0-1", group=NOTIFICATION)
+        with pytest.raises(OpsError, match="409"):
+            await redrive_dead_letter(settings, "0-9", group=NOTIFICATION)
+        with pytest.raises(OpsError, match="no consumer group matches"):
+            await show_dead_letter(settings, "0-1", group="stock-service")
+
+
+async def test_a_bulk_redrive_goes_letter_by_letter_leaving_the_truncated_ones() -> None:
+    store = KeptLetters(
+        stored(id="0-1"),
+        stored(id="0-2", error_message="451 try later"),
+        stored(id="0-3", whole_body_size=10_000),
+        stored(id="0-4", group=PAYMENT),
+    )
+    async with workers(store) as settings:
+        counts = await redrive_dead_letters(
+            settings, DeadLetterQuery(service=NOTIFICATION), per_second=1000
+        )
+        assert counts == [GroupCount(NOTIFICATION, NOTIFICATION, 2)]
+        assert store.redriven == ["0-1", "0-2"]
+        with pytest.raises(OpsError, match="must be positive"):
+            await redrive_dead_letters(settings, per_second=0)
+
+
+async def test_purging_removes_only_what_matches_in_every_group() -> None:
+    store = KeptLetters(
+        stored(id="0-1"),
+        stored(id="0-2", error_message="451 try later"),
+        stored(id="0-3", group=PAYMENT, error_message="card declined"),
+    )
+    async with workers(store) as settings:
+        counts = await purge_dead_letters(settings, DeadLetterQuery(contains="mailbox"))
+        assert counts == [
+            GroupCount(NOTIFICATION, NOTIFICATION, 1),
+            GroupCount("order-service", "order-service", 0),
+            GroupCount(PAYMENT, PAYMENT, 0),
+        ]
+        assert [x.id for x in store.held] == ["0-2", "0-3"]

@@ -35,8 +35,11 @@ from shop.devstack.kafka import KafkaCluster
 from shop.devstack.postgres import PostgresServer
 from shop.messaging import MessagingSettings, add
 from shop.messaging.health import OperatorRoute
+from shop.messaging.internal import dead_letter_routes
 from shop.messaging.testing import on_kafka, operator_port
+from shop.messaging.transports import create_transport
 from shop.notification.internal import internal_routes as notification_routes
+from shop.ops.services import shop_services
 from shop.ops.settings import OpsSettings
 from shop.order.internal import internal_routes as order_routes
 from shop.payment.internal import internal_routes as payment_routes
@@ -151,14 +154,22 @@ def internal_routes(package: str, database_url: str) -> tuple[list[OperatorRoute
 
 
 @pytest.fixture
-async def internal_apis(service_databases: dict[str, str]) -> AsyncIterator[dict[str, str]]:
-    """Each service's internal API, behind :data:`OPERATOR_TOKEN`: its base URL, by
-    package (``order``, …)."""
+async def internal_apis(
+    service_databases: dict[str, str], messaging: MessagingSettings
+) -> AsyncIterator[dict[str, str]]:
+    """Each service's worker port, behind :data:`OPERATOR_TOKEN`, as its worker serves it:
+    its internal API on its database and its consumers' dead letters on the test's bus.
+    Its base URL, by package (``order``, …)."""
     async with AsyncExitStack() as stack:
+        transport = create_transport(messaging)
+        await transport.start()
+        stack.push_async_callback(transport.close)
         urls = {}
         for package, url in service_databases.items():
             routes, engine = internal_routes(package, url)
             stack.push_async_callback(engine.dispose)
+            groups = next(s.groups for s in shop_services() if s.name == SERVICES[package])
+            routes += dead_letter_routes(lambda: transport.dead_letter_store, groups)
             urls[package] = await stack.enter_async_context(
                 operator_port(routes, token=OPERATOR_TOKEN)
             )

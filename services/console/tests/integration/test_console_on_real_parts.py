@@ -40,7 +40,6 @@ async def test_orders_are_found_through_order_services_internal_api_by_number_an
     nothing = await directory.search("SK-%")
     found = await directory.get(placed_order.id)
     missing = await directory.get(uuid.uuid4())
-    await directory.check()
 
     assert [order.id for order in by_number] == [placed_order.id]
     assert [order.id for order in by_id] == [other.id]

@@ -74,9 +74,6 @@ class FakeOrders:
     async def get(self, order_id: uuid.UUID) -> OrderSummary | None:
         return next((order for order in self.orders if order.id == order_id), None)
 
-    async def check(self) -> None:
-        return None
-
 
 def letter(
     letter_id: str = "0-17",

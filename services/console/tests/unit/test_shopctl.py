@@ -151,12 +151,19 @@ def test_a_payment_service_that_does_not_answer_is_named(
     )
 
 
-@pytest.mark.parametrize("command", [["lag"], ["dlq", "list"], ["dlq", "show", "0-1"]])
-def test_the_memory_transport_is_refused_as_out_of_reach(
-    monkeypatch: pytest.MonkeyPatch, command: list[str]
+def test_the_memory_transport_is_refused_as_out_of_reach(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOP_OPS_MESSAGING__TRANSPORT", "memory")
+    assert "memory transport lives inside one process" in one_line_failure(["lag"])
+
+
+@pytest.mark.parametrize("command", [["dlq", "list"], ["dlq", "show", "0-1"]])
+def test_dead_letters_are_asked_of_the_workers_not_the_bus(
+    monkeypatch: pytest.MonkeyPatch, closed_port: int, command: list[str]
 ) -> None:
     monkeypatch.setenv("SHOP_OPS_MESSAGING__TRANSPORT", "memory")
-    assert "memory transport lives inside one process" in one_line_failure(command)
+    for service in ("ORDER", "PAYMENT", "NOTIFICATION"):
+        monkeypatch.setenv(f"SHOP_OPS_{service}_WORKER_URL", f"http://127.0.0.1:{closed_port}")
+    assert one_line_failure(command).startswith("cannot reach notification-service's worker")
 
 
 def test_an_invalid_setting_is_named_by_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:

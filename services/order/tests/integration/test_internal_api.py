@@ -5,12 +5,15 @@ messages, a search, the outbox's status; the operator token required; a bad quer
 
 from __future__ import annotations
 
+import socket
 import uuid
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
+from shop.database import create_engine, session_factory
+from shop.database.driver import connection_lost
 from shop.messaging.testing import operator_port
 from shop.order.internal import internal_routes
 
@@ -127,3 +130,30 @@ async def test_without_the_operator_token_every_internal_route_is_refused(
             reply = await anonymous.get(path)
             assert reply.status_code == 401
             assert "Bearer" in reply.json()["detail"]
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_database_that_cannot_be_reached_is_a_json_503_to_ask_again() -> None:
+    # As the worker serves its routes: with its outage, the database's connection lost.
+    engine = create_engine(f"postgresql://shop:shop@127.0.0.1:{closed_port()}/order", pool_size=1)
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        async with (
+            operator_port(
+                internal_routes(session_factory(engine)), token=TOKEN, outage=connection_lost
+            ) as url,
+            httpx.AsyncClient(base_url=url, headers=headers) as client,
+        ):
+            reply = await client.get("/internal/v1/outbox")
+    finally:
+        await engine.dispose()
+
+    assert reply.status_code == 503, reply.text
+    assert reply.headers["Retry-After"] == "1"
+    assert reply.headers["Content-Type"].startswith("application/problem+json")
+    assert "the database could not be reached" in reply.json()["detail"]

@@ -8,8 +8,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+import structlog
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+log = structlog.get_logger("shop.messaging.health")
 
 Readiness = Callable[[], dict[str, bool]]
 """Each named part of the worker, and whether it is ready."""
@@ -37,17 +40,21 @@ class HealthServer:
         port: int,
         routes: Sequence[OperatorRoute] = (),
         operator_token: str | None = None,
+        outage: Callable[[BaseException], bool] | None = None,
     ) -> None:
         """``operator_token``: the bearer token every operator route requires (the health
         routes and ``/metrics`` never do: probes and Prometheus carry none). None leaves
         the operator routes to the network's protection alone, which only development
-        and tests may do (each service's settings refuse it in production)."""
+        and tests may do (each service's settings refuse it in production).
+        ``outage``: whether an operator route's failure says the service's database is
+        away (the worker's own ``outage``): a 503 to ask again, not a 500."""
         self.registry = registry
         self.readiness = readiness
         self.host = host
         self.port = port
         self.routes = list(routes)
         self.operator_token = operator_token
+        self.outage = outage
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> None:
@@ -56,7 +63,9 @@ class HealthServer:
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/metrics", self._metrics)
         for route in self.routes:
-            app.router.add_route(route.method, route.path, _answering(route, self.operator_token))
+            app.router.add_route(
+                route.method, route.path, _answering(route, self.operator_token, self.outage)
+            )
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -102,8 +111,26 @@ def refusal(authorization: str | None, operator_token: str | None) -> str | None
     return None
 
 
+PROBLEM_JSON: Final = "application/problem+json"
+
+
+def problem(
+    status: int, title: str, detail: str, *, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    """An RFC 9457 problem document, as the services' public APIs answer errors
+    (``shop.web.problems``)."""
+    return web.json_response(
+        {"type": "about:blank", "title": title, "status": status, "detail": detail},
+        status=status,
+        content_type=PROBLEM_JSON,
+        headers=headers,
+    )
+
+
 def _answering(
-    route: OperatorRoute, operator_token: str | None
+    route: OperatorRoute,
+    operator_token: str | None,
+    outage: Callable[[BaseException], bool] | None,
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def handle(request: web.Request) -> web.Response:
         refused = refusal(request.headers.get("Authorization"), operator_token)
@@ -113,7 +140,24 @@ def _answering(
                 status=401,
                 headers={"WWW-Authenticate": 'Bearer realm="operator"'},
             )
-        status, body = await route.answer({**request.query, **request.match_info})
+        try:
+            status, body = await route.answer({**request.query, **request.match_info})
+        except Exception as error:
+            # An operator (the console, shopctl) reads JSON: never aiohttp's plain-text 500.
+            if outage is not None and outage(error):
+                log.warning("database unavailable", path=request.path, error=repr(error))
+                return problem(
+                    503,
+                    "Service Unavailable",
+                    "the database could not be reached; ask again shortly",
+                    headers={"Retry-After": "1"},
+                )
+            log.exception("operator route failed", path=request.path)
+            return problem(
+                500,
+                "Internal Server Error",
+                f"unexpected {type(error).__name__} (the worker's log has more)",
+            )
         return web.json_response(body, status=status)
 
     return handle

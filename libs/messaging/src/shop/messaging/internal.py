@@ -6,7 +6,9 @@ these (its orders, its payments, its e-mails), with the same query helpers, so t
 operator tool ever reads a service's tables.
 
 Every answer is JSON; a query that cannot be read is a 400 that says which parameter and
-why (:class:`BadQuery`), never an error of the server."""
+why (:class:`BadQuery`), never an error of the server. An unexpected failure is a problem
+document too (:class:`~shop.messaging.health.HealthServer`): a 503 with ``Retry-After``
+when the service's database cannot be reached (the worker's ``outage``), else a 500."""
 
 from __future__ import annotations
 

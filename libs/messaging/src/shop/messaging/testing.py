@@ -214,12 +214,21 @@ def stop_recording_spans() -> None:
 
 @asynccontextmanager
 async def operator_port(
-    routes: Sequence[OperatorRoute], *, token: str | None = None
+    routes: Sequence[OperatorRoute],
+    *,
+    token: str | None = None,
+    outage: Callable[[BaseException], bool] | None = None,
 ) -> AsyncIterator[str]:
-    """``routes`` served as a worker's port serves them (behind ``token`` when given), on a
-    free port; its base URL."""
+    """``routes`` served as a worker's port serves them (behind ``token`` when given, a
+    failure that ``outage`` recognises a 503), on a free port; its base URL."""
     server = HealthServer(
-        CollectorRegistry(), dict, host="127.0.0.1", port=0, routes=routes, operator_token=token
+        CollectorRegistry(),
+        dict,
+        host="127.0.0.1",
+        port=0,
+        routes=routes,
+        operator_token=token,
+        outage=outage,
     )
     await server.start()
     try:

@@ -126,6 +126,7 @@ class Worker:
                     ),
                 ],
                 operator_token=operator_token,
+                outage=outage,
             )
             if health_port is not None
             else None

@@ -1,10 +1,8 @@
-"""The shop's bus as an operator reaches it: a transport of the configured kind, started
-for one operation and closed after it, with its failures said in one line."""
+"""The shop's bus as an operator reaches it (only for the consumers' lag, :mod:`shop.ops.lag`:
+the dead letters are asked of the workers): where the broker is, and its failures said in
+one line."""
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
 from aiokafka.errors import KafkaConnectionError, KafkaError
 from botocore.exceptions import (
@@ -15,9 +13,8 @@ from botocore.exceptions import (
     NoCredentialsError,
 )
 
-from shop.messaging import MessagingSettings, create_transport
+from shop.messaging import MessagingSettings
 from shop.messaging.errors import MessagingError
-from shop.messaging.transports import Transport
 from shop.ops.errors import OpsError, Unreachable
 
 
@@ -57,20 +54,3 @@ def require_broker(messaging: MessagingSettings) -> None:
             "the memory transport lives inside one process: set SHOP_OPS_MESSAGING__TRANSPORT "
             "to the shop's (kafka or sqs)"
         )
-
-
-@asynccontextmanager
-async def started_transport(messaging: MessagingSettings) -> AsyncIterator[Transport]:
-    """A started transport of ``messaging``, closed after the block."""
-    require_broker(messaging)
-    transport = create_transport(messaging)
-    try:
-        await transport.start()
-    except BUS_ERRORS as error:
-        raise bus_error(messaging, error) from error
-    try:
-        yield transport
-    except BUS_ERRORS as error:
-        raise bus_error(messaging, error) from error
-    finally:
-        await transport.close()

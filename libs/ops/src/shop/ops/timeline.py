@@ -1,7 +1,9 @@
 """Everything known about one order, across the services, in time order: read from each
 service's internal API (what it holds about the order, the messages its outbox keeps under
-the order's key, which of those messages its consumers handled) and from the dead letters on
-the bus. No table of any service is read here.
+the order's key, which of those messages its consumers handled) and from the dead letters
+each worker serves. No table of any service is read here. A service that cannot be asked
+leaves what the others answered: an entry names it and says why (only when no service
+answers at all does the timeline fail).
 
 How the parts connect: every message about an order is published with the order's id as
 its key, so each outbox holds the order's messages under ``key``; a consumer that handled
@@ -21,9 +23,10 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from functools import partial
 from typing import Final
 
 from shop.messaging.internal import INBOX_PATH, OUTBOX_MESSAGES_PATH
@@ -82,38 +85,99 @@ async def order_timeline(
     order = await resolve_order_id(settings, str(order_id))
     entries: list[TimelineEntry] = []
     message_types: dict[uuid.UUID, str] = {}
+    unasked = Unasked()
 
     async with (
         operator_port(settings, ORDER_SERVICE) as orders,
         operator_port(settings, PAYMENT_SERVICE) as payments,
         operator_port(settings, NOTIFICATION_SERVICE) as notifications,
     ):
-        entries += await _order_rows(orders, order)
-        entries += await _outbox(orders, order, message_types)
-        entries += await _payment_rows(payments, order)
-        entries += await _outbox(payments, order, message_types)
+        entries += await unasked.asking(ORDER_SERVICE, lambda: _order_rows(orders, order))
+        entries += await unasked.asking(
+            ORDER_SERVICE, lambda: _outbox(orders, order, message_types)
+        )
+        entries += await unasked.asking(PAYMENT_SERVICE, lambda: _payment_rows(payments, order))
+        entries += await unasked.asking(
+            PAYMENT_SERVICE, lambda: _outbox(payments, order, message_types)
+        )
         # Each service consumes the other's messages, and some of its own.
-        entries += await _inbox(orders, message_types)
-        entries += await _inbox(payments, message_types)
-        entries += await _emails(notifications, order, message_types)
+        entries += await unasked.asking(ORDER_SERVICE, lambda: _inbox(orders, message_types))
+        entries += await unasked.asking(PAYMENT_SERVICE, lambda: _inbox(payments, message_types))
+        entries += await unasked.asking(
+            NOTIFICATION_SERVICE, lambda: _emails(notifications, order, message_types)
+        )
     spans = await order_spans(settings, order)
     if spans is not None:
         entries += traced_tries(spans)
     if include_dead_letters:
-        for letter in await list_dead_letters(settings, DeadLetterQuery(contains=str(order))):
-            entries.append(
-                TimelineEntry(
-                    at=letter.last_failure_at,
-                    service=letter.service,
-                    what=f"dead letter in {letter.group}",
-                    detail=(
-                        f"{letter.message_type or 'unknown type'} after {letter.attempts} "
-                        f"attempt(s): {letter.error_type}: {letter.error_message} "
-                        f"(id {letter.id})"
-                    ),
-                )
+        entries += await _dead_letters(settings, order, unasked)
+    unasked.raise_if_everyone()
+    return sorted(entries, key=lambda entry: entry.at) + unasked.entries()
+
+
+class Unasked:
+    """The services that could not be asked, each with the first reason; a service that
+    failed once is not asked again for the rest of the timeline."""
+
+    def __init__(self) -> None:
+        self.reasons: dict[str, OpsError] = {}
+        self.answered: set[str] = set()
+        self.at = datetime.now(UTC)
+
+    async def asking(
+        self, service: str, read: Callable[[], Awaitable[list[TimelineEntry]]]
+    ) -> list[TimelineEntry]:
+        """What ``read`` finds at ``service``; nothing, the reason kept, when it fails."""
+        if service in self.reasons:
+            return []
+        try:
+            found = await read()
+        except OpsError as error:
+            self.reasons[service] = error
+            return []
+        self.answered.add(service)
+        return found
+
+    def raise_if_everyone(self) -> None:
+        """Nothing to show when no service answered anything: the first reason, as it is."""
+        if self.reasons and not self.answered:
+            raise next(iter(self.reasons.values()))
+
+    def entries(self) -> list[TimelineEntry]:
+        """One entry per service not asked, at the time the timeline was asked for."""
+        return [
+            TimelineEntry(self.at, service, f"{service} could not be asked", str(error))
+            for service, error in self.reasons.items()
+        ]
+
+
+async def _dead_letters(
+    settings: OpsSettings, order: uuid.UUID, unasked: Unasked
+) -> list[TimelineEntry]:
+    """The order's dead letters, service by service (each worker serves its groups')."""
+    entries = []
+    for service in (ORDER_SERVICE, PAYMENT_SERVICE, NOTIFICATION_SERVICE):
+        query = DeadLetterQuery(service=service, contains=str(order))
+        entries += await unasked.asking(service, partial(_letter_entries, settings, query))
+    return entries
+
+
+async def _letter_entries(settings: OpsSettings, query: DeadLetterQuery) -> list[TimelineEntry]:
+    entries = []
+    for letter in await list_dead_letters(settings, query):
+        entries.append(
+            TimelineEntry(
+                at=letter.last_failure_at,
+                service=letter.service,
+                what=f"dead letter in {letter.group}",
+                detail=(
+                    f"{letter.message_type or 'unknown type'} after {letter.attempts} "
+                    f"attempt(s): {letter.error_type}: {letter.error_message} "
+                    f"(id {letter.id})"
+                ),
             )
-    return sorted(entries, key=lambda entry: entry.at)
+        )
+    return entries
 
 
 def traced_tries(spans: Iterable[Span]) -> list[TimelineEntry]:

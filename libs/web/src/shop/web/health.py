@@ -10,8 +10,11 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 
-def operations_router(database_ready: Callable[[Request], Awaitable[None]]) -> APIRouter:
-    """``/healthz``, ``/readyz`` (``database_ready`` returns, else 503 with its error) and
+def operations_router(
+    ready: Callable[[Request], Awaitable[None]], *, checks: str = "database"
+) -> APIRouter:
+    """``/healthz``, ``/readyz`` (``ready`` returns, else 503 with its error; the body names
+    what it checked under ``checks``: ``{"status": "ready", "database": "ok"}``) and
     ``/metrics``, left out of the OpenAPI document."""
     router = APIRouter(tags=["operations"], include_in_schema=False)
 
@@ -22,10 +25,10 @@ def operations_router(database_ready: Callable[[Request], Awaitable[None]]) -> A
     @router.get("/readyz")
     async def readyz(request: Request) -> JSONResponse:
         try:
-            await database_ready(request)
+            await ready(request)
         except Exception as error:  # any failure means "not ready"; the reason is in the body
-            return JSONResponse({"status": "not ready", "database": repr(error)}, status_code=503)
-        return JSONResponse({"status": "ready", "database": "ok"})
+            return JSONResponse({"status": "not ready", checks: repr(error)}, status_code=503)
+        return JSONResponse({"status": "ready", checks: "ok"})
 
     @router.get("/metrics")
     async def metrics(request: Request) -> Response:

@@ -42,10 +42,6 @@ class OrderDirectory(Protocol):
 
     async def get(self, order_id: uuid.UUID) -> OrderSummary | None: ...
 
-    async def check(self) -> None:
-        """Raise unless order-service answers (readiness)."""
-        ...
-
 
 @dataclass(frozen=True, slots=True)
 class LetterQuery:

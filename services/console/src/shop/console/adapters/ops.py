@@ -4,21 +4,24 @@ uses: the console shows what ``shopctl`` prints, from the same code."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
+from typing import Protocol
 
 import httpx
 
 from shop.console.domain.errors import NotFound
 from shop.console.ports import LetterQuery, Partial
-from shop.messaging import DeadLetters
-from shop.ops.bus import started_transport
 from shop.ops.consumers import ConsumerCounts, counts_of_groups, worker_metrics
 from shop.ops.deadletters import (
     DeadLetterEntry,
     DeadLetterQuery,
+    NoSuchDeadLetter,
     count,
     list_dead_letters,
+    purge_dead_letter,
     redrive_dead_letter,
     redrive_dead_letters,
+    show_dead_letter,
 )
 from shop.ops.errors import OpsError
 from shop.ops.http import TIMEOUT
@@ -30,6 +33,14 @@ from shop.ops.services import consumer_groups, shop_services
 from shop.ops.settings import OpsSettings
 from shop.ops.timeline import TimelineEntry, order_timeline
 from shop.ops.traces import OrderTrace, order_traces
+
+
+class OnOneLetter(Protocol):
+    """Show, redrive or purge one dead letter (:mod:`shop.ops.deadletters`)."""
+
+    def __call__(
+        self, settings: OpsSettings, letter_id: str, *, group: str | None = None
+    ) -> Awaitable[DeadLetterEntry]: ...
 
 
 class ShopOperations:
@@ -80,16 +91,10 @@ class ShopOperations:
         return await list_dead_letters(self.settings, _ops_query(query))
 
     async def dead_letter(self, group: str, letter_id: str) -> DeadLetterEntry:
-        # Looked up in the group's list, so that one that is not there is a 404, not a
-        # failure of the bus.
-        for letter in await self.dead_letters(LetterQuery(group=group)):
-            if letter.id == letter_id:
-                return letter
-        raise NotFound(f"{group} has no dead letter {letter_id!r} (redriven or purged already?)")
+        return await self._one_letter(show_dead_letter, group, letter_id)
 
     async def redrive(self, group: str, letter_id: str) -> DeadLetterEntry:
-        await self.dead_letter(group, letter_id)
-        return await redrive_dead_letter(self.settings, letter_id, group=group)
+        return await self._one_letter(redrive_dead_letter, group, letter_id)
 
     async def redrive_matching(self, query: LetterQuery, *, per_second: float) -> int:
         if query.group is not None and query.group not in await self.groups():
@@ -98,17 +103,17 @@ class ShopOperations:
         return count(counts)
 
     async def purge(self, group: str, letter_id: str) -> DeadLetterEntry:
-        entry = await self.dead_letter(group, letter_id)
-        # shop.ops purges by query, which cannot name one letter: purge it by its id
-        # through the transport's dead letters, as shop.ops does for each group.
-        async with started_transport(self.settings.messaging) as transport:
-            letters = DeadLetters(transport.dead_letter_store, group)
-            try:
-                letter = await letters.show(letter_id)
-            except KeyError as error:
-                raise NotFound(str(error).strip("'\"")) from error
-            await transport.dead_letter_store.purge(group, [letter])
-        return entry
+        return await self._one_letter(purge_dead_letter, group, letter_id)
+
+    async def _one_letter(self, act: OnOneLetter, group: str, letter_id: str) -> DeadLetterEntry:
+        # A group the shop does not run, or a letter its worker does not hold, is a 404
+        # of the page, not a failure of the shop.
+        if group not in await self.groups():
+            raise NotFound(f"the shop has no consumer group {group!r}")
+        try:
+            return await act(self.settings, letter_id, group=group)
+        except NoSuchDeadLetter as missing:
+            raise NotFound(f"{missing} (redriven or purged already?)") from missing
 
     async def order_timeline(self, order_id: uuid.UUID) -> list[TimelineEntry]:
         return await order_timeline(self.settings, order_id)

@@ -51,8 +51,3 @@ class ServiceOrderDirectory:
             except NotFoundThere:
                 return None
         return summary_of(found["order"])
-
-    async def check(self) -> None:
-        """order-service's worker answers (its internal API is on that port)."""
-        async with operator_port(self.settings, ORDER_SERVICE) as orders:
-            await orders.get("/healthz")
