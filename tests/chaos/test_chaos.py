@@ -30,6 +30,7 @@ from shop.contracts.orders import OrderCreated
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.testing import UNSCOPED, publish_with
 from shop.ops.deadletters import list_dead_letters
+from shop.ops.errors import OpsError
 from shop.ops.services import consumer_groups
 from shop.ops.settings import OpsSettings
 from shop.simulators import gateway
@@ -138,6 +139,8 @@ async def under_fire(
 
     for replica in shop.exited():  # none should be, but a drain needs every replica
         replica.start()
+        # The dead letters are read through a worker's internal API: ready before asked.
+        await shop.wait_ready(replica)
     send_blows = [evidence(site) for site in monkey.log.send_sites]
     send_blows += dropped_replies(shop.mail_dir)
     expectations = Expectations(orders, initial_stock, poison, send_blows)
@@ -277,10 +280,21 @@ async def read_shop(shop: ChaosShop, settings: OpsSettings, orders: list[Planned
 
 
 async def read_dead_letters(settings: OpsSettings) -> list[DeadLetter]:
-    return [
-        DeadLetter(e.group, e.message_type, e.key, e.body, f"{e.error_type}: {e.error_message}")
-        for e in await list_dead_letters(settings)
-    ]
+    """Through each worker's internal API; a worker the monkey just restarted is asked again
+    for a while (a refusal then says it is starting, not that it has no letters)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            letters = await list_dead_letters(settings)
+        except OpsError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(1)
+            continue
+        return [
+            DeadLetter(e.group, e.message_type, e.key, e.body, f"{e.error_type}: {e.error_message}")
+            for e in letters
+        ]
 
 
 async def read_all(shop: ChaosShop, settings: OpsSettings, orders: list[PlannedOrder]) -> Reading:

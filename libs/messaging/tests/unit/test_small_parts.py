@@ -7,6 +7,8 @@ import asyncio
 from datetime import UTC, datetime
 
 import asyncpg
+import pytest
+from prometheus_client import CollectorRegistry
 
 from shop.messaging import headers as h
 from shop.messaging.deadletters import (
@@ -14,6 +16,7 @@ from shop.messaging.deadletters import (
     dead_letter_headers,
     read_dead_letter,
 )
+from shop.messaging.health import HealthServer
 from shop.messaging.logging import mask_emails
 from shop.messaging.message import Delivery, OutgoingMessage
 from shop.messaging.outcome import DeadLetter, Failure
@@ -125,3 +128,8 @@ def test_reading_a_kafka_record_drops_only_what_faststreams_publish_added() -> N
         "content-type": "application/json",
         "correlation_id": "theirs",
     }
+
+
+def test_an_empty_operator_token_is_refused_rather_than_opening_the_routes() -> None:
+    with pytest.raises(ValueError, match="operator token"):
+        HealthServer(CollectorRegistry(), lambda: {}, host="127.0.0.1", port=0, operator_token="")

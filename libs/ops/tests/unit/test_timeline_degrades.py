@@ -119,3 +119,18 @@ async def test_when_no_service_answers_the_timeline_fails_with_the_first_reason(
     down = closed_port()
     with pytest.raises(OpsError, match="cannot reach order-service's worker"):
         await order_timeline(settings(down, down, down), ORDER)
+
+
+async def test_a_tracing_backend_that_cannot_be_asked_is_named_beside_what_the_services_said() -> (
+    None
+):
+    async with (
+        operator_port(ORDER_SERVICE_ROUTES, token=TOKEN) as order,
+        operator_port(NOTIFICATION_SERVICE_ROUTES, token=TOKEN) as notification,
+    ):
+        given = settings(order, closed_port(), notification)
+        given = given.model_copy(update={"tracing_url": closed_port()})
+        timeline = await order_timeline(given, ORDER)
+
+    assert timeline[0].what == "order placed"
+    assert "tracing backend could not be asked" in [entry.what for entry in timeline]

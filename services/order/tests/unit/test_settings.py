@@ -10,6 +10,7 @@ import pytest
 from pydantic import SecretStr, ValidationError
 
 from shop.messaging import MessagingSettings
+from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
 from shop.order.settings import DEVELOPMENT_JWT_SECRET, OrderSettings
 from shop.simulators.identity import DEVELOPMENT_SIGNING_KEY
 
@@ -130,3 +131,9 @@ def test_the_development_key_is_the_development_identity_providers() -> None:
     # make run's shopctl token signs as the development identity provider does; order-service
     # must check its tokens with the same key out of the box.
     assert DEVELOPMENT_JWT_SECRET == DEVELOPMENT_SIGNING_KEY
+
+
+def test_the_development_operator_token_is_refused_in_production() -> None:
+    # It is in the repository (devstack.toml, compose's .env.example): anyone could use it.
+    problem = refusal(operator_token=SecretStr(DEVELOPMENT_OPERATOR_TOKEN))
+    assert "SHOP_ORDER_OPERATOR_TOKEN must not be the development value" in problem

@@ -48,6 +48,9 @@ class HealthServer:
         and tests may do (each service's settings refuse it in production).
         ``outage``: whether an operator route's failure says the service's database is
         away (the worker's own ``outage``): a 503 to ask again, not a 500."""
+        if operator_token == "":
+            # An empty token set by mistake would otherwise read as "no token": open routes.
+            raise ValueError("the operator token is empty: set one, or none at all")
         self.registry = registry
         self.readiness = readiness
         self.host = host

@@ -36,6 +36,9 @@ OUTBOX_MESSAGES_PATH: Final = f"{PREFIX}/outbox/messages"
 INBOX_PATH: Final = f"{PREFIX}/inbox"
 DEAD_LETTERS_PATH: Final = f"{PREFIX}/dead-letters"
 DEAD_LETTER_PATH: Final = f"{DEAD_LETTERS_PATH}/{{group}}/{{letter_id}}"
+DEVELOPMENT_OPERATOR_TOKEN: Final = "operator-development-token-do-not-deploy"
+"""The operator token ``make run`` and compose's example give every service: in the
+repository, so each service's settings refuse it in production."""
 MAX_IDS: Final = 200
 """Ids one query may list (``?event_ids=a,b,…``): a caller with more asks in parts."""
 

@@ -61,8 +61,21 @@ class OperatorPort:
                 "SHOP_OPS_OPERATOR_TOKEN to the services' operator token"
             )
         if reply.status_code == 404:
+            if not _said_by_a_route(reply):
+                # The server's own 404: a path this worker does not serve (an older
+                # release mid-upgrade), which must not read as "nothing there".
+                return OpsError(f"{self.service}'s worker does not serve {reply.request.url.path}")
             return NotFoundThere(f"{self.service}: {detail}")
         return OpsError(f"{self.service}'s worker answered {reply.status_code}: {detail}")
+
+
+def _said_by_a_route(reply: httpx.Response) -> bool:
+    """Whether the answer is a route's own (a JSON ``detail``), not the server's."""
+    try:
+        body = reply.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and "detail" in body
 
 
 def _detail(reply: httpx.Response) -> str:

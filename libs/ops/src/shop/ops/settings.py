@@ -21,6 +21,7 @@ from pydantic_settings import (
 )
 
 from shop.messaging import MessagingSettings
+from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
 from shop.messaging.settings import Environment, require_environment, unfit_secret
 from shop.simulators.identity import DEVELOPMENT_SIGNING_KEY
 
@@ -124,7 +125,9 @@ class OpsSettings(BaseSettings):
             and (problem := unfit_secret(variable, getattr(self, field), {development}))
         ]
         if self.operator_token is not None and (
-            weak := unfit_secret("SHOP_OPS_OPERATOR_TOKEN", self.operator_token)
+            weak := unfit_secret(
+                "SHOP_OPS_OPERATOR_TOKEN", self.operator_token, {DEVELOPMENT_OPERATOR_TOKEN}
+            )
         ):
             problems.append(weak)
         if problems:

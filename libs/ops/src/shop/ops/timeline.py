@@ -106,13 +106,21 @@ async def order_timeline(
         entries += await unasked.asking(
             NOTIFICATION_SERVICE, lambda: _emails(notifications, order, message_types)
         )
-    spans = await order_spans(settings, order)
-    if spans is not None:
-        entries += traced_tries(spans)
+    if settings.tracing_url:
+        entries += await unasked.asking(TRACING_BACKEND, lambda: _traced(settings, order))
     if include_dead_letters:
         entries += await _dead_letters(settings, order, unasked)
     unasked.raise_if_everyone()
     return sorted(entries, key=lambda entry: entry.at) + unasked.entries()
+
+
+TRACING_BACKEND: Final = "tracing backend"
+
+
+async def _traced(settings: OpsSettings, order: uuid.UUID) -> list[TimelineEntry]:
+    """What only the spans tell (tries retried, duplicates)."""
+    spans = await order_spans(settings, order)
+    return [] if spans is None else traced_tries(spans)
 
 
 class Unasked:
@@ -139,8 +147,9 @@ class Unasked:
         return found
 
     def raise_if_everyone(self) -> None:
-        """Nothing to show when no service answered anything: the first reason, as it is."""
-        if self.reasons and not self.answered:
+        """Nothing to show when no service answered anything (spans alone tell too little
+        of an order): the first reason, as it is."""
+        if self.reasons and not self.answered - {TRACING_BACKEND}:
             raise next(iter(self.reasons.values()))
 
     def entries(self) -> list[TimelineEntry]:

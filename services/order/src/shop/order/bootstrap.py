@@ -68,7 +68,9 @@ def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> 
         relay=relay,
         routes=internal_routes(session_factory(engine)),
         operator_token=(
-            settings.operator_token.get_secret_value() if settings.operator_token else None
+            settings.operator_token.get_secret_value()
+            if settings.operator_token is not None
+            else None
         ),
         health_host=settings.worker_health_host,
         health_port=settings.worker_health_port if health_port is None else health_port,

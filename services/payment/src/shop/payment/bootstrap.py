@@ -107,7 +107,9 @@ def build_worker(
         jobs=[reconciler.every_interval],
         routes=[*reconciler.routes(), refund_by_hand_route(store), *internal_routes(sessions)],
         operator_token=(
-            settings.operator_token.get_secret_value() if settings.operator_token else None
+            settings.operator_token.get_secret_value()
+            if settings.operator_token is not None
+            else None
         ),
         sessions=sessions,
         relay=relay,

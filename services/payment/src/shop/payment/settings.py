@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings, RelaySettings
+from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
 from shop.messaging.settings import Environment, require_environment, unfit_secret
 from shop.messaging.tracing import TracingSettings
 
@@ -113,7 +114,9 @@ class PaymentSettings(BaseSettings):
         if self.environment != "production":
             return self
         problems = self.messaging.unfit_for_production("SHOP_PAYMENT_MESSAGING__")
-        weak_operator_token = unfit_secret("SHOP_PAYMENT_OPERATOR_TOKEN", self.operator_token)
+        weak_operator_token = unfit_secret(
+            "SHOP_PAYMENT_OPERATOR_TOKEN", self.operator_token, {DEVELOPMENT_OPERATOR_TOKEN}
+        )
         if weak_operator_token:
             problems.append(weak_operator_token)
         if "gateways" not in self.model_fields_set:

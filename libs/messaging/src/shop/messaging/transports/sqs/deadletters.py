@@ -68,10 +68,17 @@ class SqsDeadLetterStore:
         if not letters:
             return
         queues = await self._queues_of(group)
-        doomed = await self._take(queues, {letter.id for letter in letters})
+        wanted = {letter.id for letter in letters}
+        doomed = await self._take(queues, wanted)
         refused = await self._client.delete_many(queues.dead_letters_url, doomed)
         if refused:
             raise MessagingError(f"SQS did not delete dead letters {refused} of {group}")
+        missing = wanted - {message.message_id for message in doomed}
+        if missing:
+            raise KeyError(
+                f"{group} has no dead letters {sorted(missing)} (purged already, or hidden "
+                "by another scan): the others are purged"
+            )
 
     async def redrive_all(self, group: str, *, per_second: float) -> int:
         """Move every dead letter of ``group`` back to its queue, at most ``per_second`` a
