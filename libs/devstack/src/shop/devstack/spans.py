@@ -162,11 +162,11 @@ def read_spans(
         written = json.dumps(key)[1:-1]  # as the key appears in a line, escapes and all
         traces = {
             span.trace_id
-            for span in _parsed(line for line in lines if written in line)
+            for span in parsed_spans(line for line in lines if written in line)
             if span.attributes.get(MESSAGE_KEY) == key
         }
         lines = [line for line in lines if any(t in line for t in traces)]
-    spans = _parsed(lines)
+    spans = parsed_spans(lines)
     if trace_id is not None:
         spans = [span for span in spans if span.trace_id == trace_id]
     if key is not None:
@@ -174,7 +174,8 @@ def read_spans(
     return sorted(spans, key=lambda span: span.start)
 
 
-def _parsed(lines: Iterable[str]) -> list[RecordedSpan]:
+def parsed_spans(lines: Iterable[str]) -> list[RecordedSpan]:
+    """The spans of the ``file`` exporter's ``lines``; a line being written is skipped."""
     spans = []
     for line in lines:
         try:

@@ -28,7 +28,7 @@ import contextlib
 import json
 import signal
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from http import HTTPStatus
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
-from shop.devstack.spans import RecordedSpan
+from shop.devstack.spans import RecordedSpan, parsed_spans
 from shop.messaging.tracing.attributes import PROCESS_KIND
 
 DEFAULT_LIMIT: Final = 100
@@ -109,7 +109,7 @@ class SpanFolder:
                 written = json.dumps(value)[1:-1]
                 candidates = [line for line in candidates if written in line]
         started: dict[str, datetime] = {}
-        for span in _parsed(candidates):
+        for span in parsed_spans(candidates):
             if (
                 span.service == query.service
                 and start <= span.start <= end
@@ -124,7 +124,7 @@ class SpanFolder:
         return found[0] if found else []
 
     def services(self) -> list[str]:
-        return sorted({span.service for span in _parsed(self._lines())})
+        return sorted({span.service for span in parsed_spans(self._lines())})
 
     def _lines(self) -> list[str]:
         return [
@@ -136,7 +136,7 @@ class SpanFolder:
     def _traces(self, lines: list[str], trace_ids: list[str]) -> list[list[RecordedSpan]]:
         wanted = set(trace_ids)
         by_trace: dict[str, list[RecordedSpan]] = {trace_id: [] for trace_id in trace_ids}
-        for span in _parsed(line for line in lines if any(t in line for t in wanted)):
+        for span in parsed_spans(line for line in lines if any(t in line for t in wanted)):
             if span.trace_id in wanted:
                 by_trace[span.trace_id].append(span)
         return [sorted(spans, key=lambda s: s.start) for spans in by_trace.values() if spans]
@@ -242,16 +242,6 @@ def _text(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return value if isinstance(value, str) else json.dumps(value, default=str)
-
-
-def _parsed(lines: Iterable[str]) -> list[RecordedSpan]:
-    spans = []
-    for line in lines:
-        try:
-            spans.append(RecordedSpan.from_json(json.loads(line)))
-        except (ValueError, KeyError, TypeError):
-            continue  # a line being written as we read
-    return spans
 
 
 def _micros(moment: datetime) -> int:

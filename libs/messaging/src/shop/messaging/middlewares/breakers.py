@@ -41,7 +41,9 @@ class Breakers:
                     if not _provider_failed(error, breaker, contact):
                         await self._told(breaker, contact, probe=probe)
                         raise
-                    retry_after = getattr(error, "retry_after", None)
+                    retry_after = (
+                        error.retry_after if isinstance(error, ProviderUnavailable) else None
+                    )
                     if retry_after is not None:
                         await breaker.told_to_wait(retry_after, probe=probe)
                     else:
