@@ -79,10 +79,7 @@ class KafkaTransport:
                     errors.update(dict.fromkeys(range(index, len(messages)), error))
                     break
                 enqueued.append((index, future))
-        results = await asyncio.gather(*(f for _, f in enqueued), return_exceptions=True)
-        for (index, _), result in zip(enqueued, results, strict=True):
-            if isinstance(result, BaseException):
-                errors[index] = result
+        await _settled(enqueued, errors)
         if errors:
             raise PublishError(set(errors), errors[min(errors)])
 
@@ -92,3 +89,24 @@ class KafkaTransport:
     @property
     def dead_letter_store(self) -> KafkaDeadLetterStore:
         return self._store
+
+
+async def _settled(
+    receipts: Sequence[tuple[int, asyncio.Future[RecordMetadata]]],
+    errors: dict[int, BaseException],
+) -> None:
+    """Wait for every receipt; note each failure under its message's index. One after the
+    other rather than gathered: most are settled by the time the first one is, and a
+    gather's bookkeeping costs about a microsecond a record (a fifth of what publishing one
+    through FastStream costs).
+    Cancelled, it cancels those not settled yet, as a gather would."""
+    try:
+        for index, receipt in receipts:
+            try:
+                await receipt
+            except Exception as error:  # whatever failed it, reported with its index
+                errors[index] = error
+    except BaseException:
+        for _, receipt in receipts:
+            receipt.cancel()
+        raise
