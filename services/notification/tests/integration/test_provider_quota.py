@@ -68,5 +68,8 @@ async def test_a_worker_limited_above_the_quota_slows_down_to_it_when_told_too_f
     refused = smtp_sink.over_quota
     print(f"\nlimit {4 * QUOTA:g}/s, quota {QUOTA:g}/s: {rate:.1f}/s, {refused} over the quota")
     # How fast it then goes depends on the machine (printed above: 10.8/s quiet, 5.7/s
-    # under the suite's load); that it slowed down shows in the refusals.
-    assert refused <= 0.15 * orders
+    # under the suite's load); that it slowed down shows in the refusals: 9 quiet, 17 once
+    # under the suite's load (the tries already on their way when the first refusal came).
+    # A worker that kept to its limit would be refused three tries in four, some 300 for
+    # these 100 e-mails.
+    assert refused <= 0.3 * orders
