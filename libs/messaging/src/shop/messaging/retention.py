@@ -257,6 +257,7 @@ class RetentionMetrics:
     cleared), when its last round ended and what it cost, and whether this process leads."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
         self.deleted = Counter(
             "messaging_retention_deleted",
             "Rows deleted (or, for a column's retention, cleared) by each table's cleanup.",
