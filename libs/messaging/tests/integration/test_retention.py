@@ -16,14 +16,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging.metrics import Metrics
 from shop.messaging.relay import asyncpg_dsn
-from shop.messaging.retention import (
-    Retention,
-    RetentionSettings,
-    inbox_retention,
-)
+from shop.messaging.retention import InboxRetentionSettings, Retention, inbox_retention
 from shop.messaging.testing import eventually, wait_until
 
-SETTINGS = RetentionSettings(inbox=timedelta(days=14), batch_size=1000, batch_pause=0)
+SETTINGS = InboxRetentionSettings(inbox=timedelta(days=14), batch_size=1000, batch_pause=0)
 QUICK = SETTINGS.model_copy(update={"interval": 0.05})
 A_WHOLE_ROUND = (datetime.min.replace(tzinfo=UTC), datetime.now(UTC), 1000)
 """A batch's parameters: from the beginning, up to now, a thousand rows."""
@@ -47,7 +43,7 @@ async def connection(
         await connection.close()
 
 
-def retention_of(database_url: str, settings: RetentionSettings = QUICK) -> Retention:
+def retention_of(database_url: str, settings: InboxRetentionSettings = QUICK) -> Retention:
     return Retention(
         asyncpg_dsn(database_url),
         [inbox_retention(settings)],

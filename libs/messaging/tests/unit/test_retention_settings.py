@@ -8,16 +8,16 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
-from shop.messaging.retention import LONGEST_REDELIVERY, RetentionSettings
+from shop.messaging.retention import LONGEST_REDELIVERY, InboxRetentionSettings
 
 
 def test_the_default_inbox_retention_outlives_the_longest_redelivery() -> None:
-    assert RetentionSettings().inbox >= LONGEST_REDELIVERY
+    assert InboxRetentionSettings().inbox >= LONGEST_REDELIVERY
 
 
 def test_an_inbox_retention_shorter_than_the_longest_redelivery_is_refused_with_the_rule() -> None:
     with pytest.raises(ValidationError) as refused:
-        RetentionSettings(inbox=LONGEST_REDELIVERY - timedelta(seconds=1))
+        InboxRetentionSettings(inbox=LONGEST_REDELIVERY - timedelta(seconds=1))
     message = str(refused.value)
     assert "inbox" in message
     assert "must be at least 14 days" in message
@@ -25,14 +25,14 @@ def test_an_inbox_retention_shorter_than_the_longest_redelivery_is_refused_with_
 
 
 def test_an_inbox_retention_of_exactly_the_longest_redelivery_is_accepted() -> None:
-    assert RetentionSettings(inbox=LONGEST_REDELIVERY).inbox == LONGEST_REDELIVERY
+    assert InboxRetentionSettings(inbox=LONGEST_REDELIVERY).inbox == LONGEST_REDELIVERY
 
 
 @pytest.mark.parametrize(
     ("given", "meant"), [("P30D", timedelta(days=30)), (90 * 24 * 3600, timedelta(days=90))]
 )
 def test_a_retention_is_read_as_an_iso_duration_or_seconds(given: object, meant: timedelta) -> None:
-    assert RetentionSettings.model_validate({"inbox": given}).inbox == meant
+    assert InboxRetentionSettings.model_validate({"inbox": given}).inbox == meant
 
 
 @pytest.mark.parametrize(
@@ -40,4 +40,4 @@ def test_a_retention_is_read_as_an_iso_duration_or_seconds(given: object, meant:
 )
 def test_a_cleanup_that_could_not_run_is_refused(changed: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
-        RetentionSettings.model_validate(changed)
+        InboxRetentionSettings.model_validate(changed)

@@ -1,5 +1,5 @@
 """notification-service's worker deletes the marks of e-mails sent longer ago than their
-retention, and old inbox rows, a batch at a time along their indexes; younger ones stay."""
+retention, a batch at a time along their index; younger ones stay."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from shop.notification.migrations import migrate_async
 from shop.notification.settings import NotificationRetentionSettings, NotificationSettings
 
 RETENTION = NotificationRetentionSettings(
-    inbox=timedelta(days=14),
     sent_emails=timedelta(days=30),
     interval=0.05,
     batch_size=1000,
@@ -45,7 +44,7 @@ async def settings_of(database_url: str, namespace: str) -> NotificationSettings
     )
 
 
-async def test_the_worker_deletes_marks_and_inbox_rows_past_their_retention_and_no_younger(
+async def test_the_worker_deletes_the_marks_past_their_retention_and_no_younger(
     database_url: str, unique_name: str
 ) -> None:
     settings = await settings_of(database_url, unique_name)
@@ -53,11 +52,6 @@ async def test_the_worker_deletes_marks_and_inbox_rows_past_their_retention_and_
     try:
         await connection.execute(_SENT, 2500, 31, "old-")
         await connection.execute(_SENT, 300, 29, "young-")
-        await connection.execute(
-            "INSERT INTO inbox (consumer, event_id, message_type, processed_at)"
-            " SELECT 'notification-service', gen_random_uuid(), 'order.created',"
-            " now() - make_interval(days => 13 + 2 * (i % 2)) FROM generate_series(1, 100) AS i"
-        )
         async with running(build_worker(settings, health_port=0)) as worker:
 
             def deleted(table: str) -> float:
@@ -65,16 +59,14 @@ async def test_the_worker_deletes_marks_and_inbox_rows_past_their_retention_and_
                 return worker.metrics.registry.get_sample_value(name, {"table": table}) or 0.0
 
             async def cleaned() -> bool:
-                return (deleted("order_notifications"), deleted("inbox")) == (2500, 50)
+                return deleted("order_notifications") == 2500
 
             await eventually(cleaned, what="the worker's retention round")
         kept = await connection.fetch("SELECT recipient FROM order_notifications")
-        inbox = await connection.fetchval("SELECT count(*) FROM inbox")
     finally:
         await connection.close()
     assert len(kept) == 300
     assert all(row["recipient"].startswith("young-") for row in kept)
-    assert inbox == 50
 
 
 async def test_each_batch_reads_the_marks_along_the_index_the_migrations_made(

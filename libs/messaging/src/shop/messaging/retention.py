@@ -85,14 +85,10 @@ def _days(span: timedelta) -> str:
 
 
 class RetentionSettings(BaseModel):
-    """How long each growing table of a service's database keeps its rows, and how the
-    cleanup works them off. Each service's settings extend it with its own tables (an
-    ISO 8601 duration or seconds, e.g. ``SHOP_ORDER_RETENTION__INBOX=P30D``)."""
+    """How a service's retention cleanup works off its tables. Each service's settings
+    extend it with how long each of its tables keeps its rows (an ISO 8601 duration or
+    seconds, e.g. ``SHOP_ORDER_RETENTION__INBOX=P30D``)."""
 
-    inbox: timedelta = timedelta(days=30)
-    """How long an inbox row (a message a consumer handled) is kept. The row is what makes
-    a redelivery a duplicate, so it must outlive the longest time a message can come back
-    (retries, dead letters redriven later): at least :data:`LONGEST_REDELIVERY`."""
     interval: float = Field(default=600.0, gt=0)
     """Seconds between rounds; also how often a replica that does not lead tries to take
     over. A table holds about its retention plus this worth of rows."""
@@ -101,6 +97,15 @@ class RetentionSettings(BaseModel):
     batch_pause: float = Field(default=0.05, ge=0)
     """Pause between a round's statements, so that a large round leaves Postgres to the
     requests and the consumers."""
+
+
+class InboxRetentionSettings(RetentionSettings):
+    """The retention of a service whose consumers keep an inbox."""
+
+    inbox: timedelta = timedelta(days=30)
+    """How long an inbox row (a message a consumer handled) is kept. The row is what makes
+    a redelivery a duplicate, so it must outlive the longest time a message can come back
+    (retries, dead letters redriven later): at least :data:`LONGEST_REDELIVERY`."""
 
     @field_validator("inbox")
     @classmethod
@@ -142,7 +147,7 @@ def deleting(table: str, column: str) -> str:
     """
 
 
-def inbox_retention(settings: RetentionSettings) -> TableRetention:
+def inbox_retention(settings: InboxRetentionSettings) -> TableRetention:
     """The inbox's retention (the library's table, the same in every service)."""
     return TableRetention("inbox", deleting("inbox", "processed_at"), settings.inbox)
 

@@ -43,8 +43,8 @@ def build_worker(
     health_port: int | None = None,
 ) -> Worker:
     """Consumes the order events and sends their e-mails (``sender`` replaces the
-    configured provider, for tests that need to watch the sends); cleans the inbox and the
-    sent e-mails' marks when it holds the database's retention lock."""
+    configured provider, for tests that need to watch the sends); deletes old marks of sent
+    e-mails when it holds the database's retention lock."""
     configure_logging(json=settings.log_json)
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
     # A connection per send in flight: each holds its e-mail's hold (a transaction) while

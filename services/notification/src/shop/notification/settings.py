@@ -73,7 +73,8 @@ class ShopSettings(BaseModel):
 
 
 class NotificationRetentionSettings(RetentionSettings):
-    """The inbox's retention, and the sent e-mails' marks'."""
+    """The sent e-mails' marks' retention (the service keeps no inbox: each e-mail is its
+    own record)."""
 
     sent_emails: timedelta = timedelta(days=30)
     """How long the mark of a sent e-mail (``order_notifications``) is kept. The mark is
@@ -128,8 +129,8 @@ class NotificationSettings(BaseSettings):
     log_json: bool = True
     messaging: MessagingSettings = Field(default_factory=MessagingSettings)
     retention: NotificationRetentionSettings = Field(default_factory=NotificationRetentionSettings)
-    """How long the inbox and the sent e-mails' marks keep their rows; the worker that
-    holds the database's retention lock deletes them
+    """How long the sent e-mails' marks are kept; the worker that holds the database's
+    retention lock deletes them
     (``SHOP_NOTIFICATION_RETENTION__SENT_EMAILS=P30D``)."""
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     """Spans of the worker (``SHOP_NOTIFICATION_TRACING__EXPORTER``: none, otlp, console, file)."""

@@ -11,14 +11,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings, RelaySettings
 from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
-from shop.messaging.retention import RetentionSettings, at_least
+from shop.messaging.retention import InboxRetentionSettings, at_least
 from shop.messaging.settings import Environment, require_environment, unfit_secret
 from shop.messaging.tracing import TracingSettings
 
 DEVELOPMENT_JWT_SECRET = "development-only-secret-do-not-deploy"
 
 
-class OrderRetentionSettings(RetentionSettings):
+class OrderRetentionSettings(InboxRetentionSettings):
     """The inbox's retention, and the idempotency keys'."""
 
     idempotency_keys: timedelta = timedelta(days=7)

@@ -12,7 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings, RelaySettings
 from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
-from shop.messaging.retention import RetentionSettings, at_least
+from shop.messaging.retention import InboxRetentionSettings, at_least
 from shop.messaging.settings import Environment, require_environment, unfit_secret
 from shop.messaging.tracing import TracingSettings
 
@@ -29,7 +29,7 @@ webhook format) or ``midtrans``."""
 GATEWAYS: Final[tuple[Gateway, ...]] = ("shop", "midtrans")
 
 
-class PaymentRetentionSettings(RetentionSettings):
+class PaymentRetentionSettings(InboxRetentionSettings):
     """The inbox's retention, and the gateways' raw notification bodies'."""
 
     raw_bodies: timedelta = timedelta(days=30)

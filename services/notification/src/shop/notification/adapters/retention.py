@@ -1,15 +1,14 @@
-"""What notification-service's retention cleans: the inbox, and the sent e-mails' marks by
-the time they were sent (``ix_order_notifications_sent_at``)."""
+"""What notification-service's retention cleans: the sent e-mails' marks, by the time they
+were sent (``ix_order_notifications_sent_at``). It keeps no inbox."""
 
 from __future__ import annotations
 
-from shop.messaging.retention import TableRetention, deleting, inbox_retention
+from shop.messaging.retention import TableRetention, deleting
 from shop.notification.settings import NotificationRetentionSettings
 
 
 def retained_tables(settings: NotificationRetentionSettings) -> list[TableRetention]:
     return [
-        inbox_retention(settings),
         TableRetention(
             "order_notifications",
             deleting("order_notifications", "sent_at"),
