@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -154,11 +155,13 @@ def inbox_retention(settings: InboxRetentionSettings) -> TableRetention:
 
 @dataclass(frozen=True, slots=True)
 class CleanupRound:
-    """What one round did: rows deleted, statements run, and how long it took."""
+    """What one round did: rows deleted, statements run, how long it took, and how much of
+    that its statements took (the pauses between them left out: the cost to Postgres)."""
 
     deleted: int
     batches: int
     seconds: float
+    busy_seconds: float
 
 
 async def clean_in_batches(
@@ -175,9 +178,11 @@ async def clean_in_batches(
     statement's rows are ``counted`` as it ends (a metric shows a long round's progress)."""
     started = time.perf_counter()
     cutoff = await connection.fetchval(_CUTOFF, retention_seconds)
-    after, deleted, batches = _BEGINNING, 0, 0
+    after, deleted, batches, busy = _BEGINNING, 0, 0, time.perf_counter() - started
     while True:
+        statement_started = time.perf_counter()
         count, last = await connection.fetchrow(batch, after, cutoff, batch_size)
+        busy += time.perf_counter() - statement_started
         batches += 1
         deleted += count
         counted(count)
@@ -185,7 +190,7 @@ async def clean_in_batches(
             break
         after = last
         await asyncio.sleep(batch_pause)
-    return CleanupRound(deleted, batches, time.perf_counter() - started)
+    return CleanupRound(deleted, batches, time.perf_counter() - started, busy)
 
 
 class OutboxCleanup:
@@ -239,27 +244,30 @@ class OutboxCleanup:
 
     async def clean(self, connection: asyncpg.Connection) -> CleanupRound:
         """One round on ``connection``: every row sent before now minus the retention."""
+        retention = RetentionMetrics.of(self.metrics.registry)
+        deleted = retention.deleted.labels("outbox")
+
+        def counted(rows: int) -> None:
+            self.metrics.relay_cleanup_deleted.inc(rows)
+            deleted.inc(rows)
+
         done = await clean_in_batches(
             connection,
             _DELETE_OUTBOX_BATCH,
             retention_seconds=self.retention_seconds,
             batch_size=self.batch_size,
             batch_pause=self.batch_pause,
-            counted=self.metrics.relay_cleanup_deleted.inc,
+            counted=counted,
         )
-        if done.deleted:
-            log.info(
-                "outbox cleanup",
-                deleted=done.deleted,
-                batches=done.batches,
-                seconds=round(done.seconds, 3),
-            )
+        retention.round_done("outbox", done)
         return done
 
 
 class RetentionMetrics:
-    """Each table's cleanup, labelled by its :attr:`TableRetention.name`: rows deleted (or
-    cleared), when its last round ended and what it cost, and whether this process leads."""
+    """Each table's cleanup, labelled by its name (``outbox`` for the relay's, else its
+    :attr:`TableRetention.name`): rows deleted (or cleared), rounds, the time their
+    statements took, when the last round ended; and whether this process leads. One set
+    per registry (:meth:`of`): a worker's relay and its retention job share one."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
@@ -269,15 +277,21 @@ class RetentionMetrics:
             ("table",),
             registry=registry,
         )
-        self.last_round = Gauge(
-            "messaging_retention_last_round_timestamp_seconds",
-            "When each table's last cleanup round ended (Unix time).",
+        self.rounds = Counter(
+            "messaging_retention_rounds",
+            "Cleanup rounds each table went through.",
             ("table",),
             registry=registry,
         )
-        self.round_seconds = Gauge(
-            "messaging_retention_round_seconds",
-            "How long each table's last cleanup round took, pauses included.",
+        self.busy_seconds = Counter(
+            "messaging_retention_busy_seconds",
+            "Time each table's cleanup statements took (the pauses between them left out).",
+            ("table",),
+            registry=registry,
+        )
+        self.last_round = Gauge(
+            "messaging_retention_last_round_timestamp_seconds",
+            "When each table's last cleanup round ended (Unix time).",
             ("table",),
             registry=registry,
         )
@@ -286,6 +300,32 @@ class RetentionMetrics:
             "1 while this process holds its database's retention lock and cleans.",
             registry=registry,
         )
+
+    @classmethod
+    def of(cls, registry: CollectorRegistry) -> RetentionMetrics:
+        """The retention metrics of ``registry``, registered there the first time."""
+        metrics = _REGISTERED.get(registry)
+        if metrics is None:
+            metrics = _REGISTERED[registry] = cls(registry)
+        return metrics
+
+    def round_done(self, table: str, done: CleanupRound) -> None:
+        self.rounds.labels(table).inc()
+        self.busy_seconds.labels(table).inc(done.busy_seconds)
+        self.last_round.labels(table).set(time.time())
+        if done.deleted:
+            log.info(
+                "retention cleanup",
+                table=table,
+                deleted=done.deleted,
+                batches=done.batches,
+                seconds=round(done.seconds, 3),
+            )
+
+
+_REGISTERED: weakref.WeakKeyDictionary[CollectorRegistry, RetentionMetrics] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class Retention:
@@ -305,7 +345,7 @@ class Retention:
         self.dsn = dsn
         self.tables = list(tables)
         self.settings = settings
-        self.metrics = RetentionMetrics(metrics.registry)
+        self.metrics = RetentionMetrics.of(metrics.registry)
         self.lock_key = zlib.crc32(f"shop.messaging.retention:{name}".encode())
         self.is_leader = False
 
@@ -367,16 +407,7 @@ class Retention:
             batch_pause=self.settings.batch_pause,
             counted=self.metrics.deleted.labels(table.name).inc,
         )
-        self.metrics.last_round.labels(table.name).set(time.time())
-        self.metrics.round_seconds.labels(table.name).set(done.seconds)
-        if done.deleted:
-            log.info(
-                "retention cleanup",
-                table=table.name,
-                deleted=done.deleted,
-                batches=done.batches,
-                seconds=round(done.seconds, 3),
-            )
+        self.metrics.round_done(table.name, done)
         return done
 
     async def _try_to_lead(self, connection: asyncpg.Connection) -> None:
