@@ -16,7 +16,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging.metrics import Metrics
 from shop.messaging.relay import asyncpg_dsn
-from shop.messaging.retention import InboxRetentionSettings, Retention, inbox_retention
+from shop.messaging.retention import (
+    InboxRetentionSettings,
+    Retention,
+    TableRetention,
+    deleting,
+    inbox_retention,
+)
 from shop.messaging.testing import eventually, wait_until
 
 SETTINGS = InboxRetentionSettings(inbox=timedelta(days=14), batch_size=1000, batch_pause=0)
@@ -137,3 +143,22 @@ async def test_a_lost_connection_costs_the_lead_and_the_next_try_takes_it_again(
 
         await eventually(cleaned_again, what="a round after reconnecting")
     assert await connection.fetchval("SELECT count(*) FROM inbox") == 0
+
+
+async def test_a_table_whose_round_fails_costs_its_own_round_and_not_the_others(
+    connection: asyncpg.Connection, database_url: str
+) -> None:
+    missing = TableRetention("missing", deleting("not_migrated_yet", "created_at"), SETTINGS.inbox)
+    retention = Retention(
+        asyncpg_dsn(database_url),
+        [missing, inbox_retention(QUICK)],
+        settings=QUICK,
+        metrics=Metrics(),
+        name="test-service",
+    )
+    await connection.execute(_SEED, 300, 20)
+    async with running(retention):
+        await wait_until(lambda: deleted(retention) == 300, what="the inbox's round")
+        assert retention.is_leader
+    assert sample(retention, "messaging_retention_failures_total", table="missing") >= 1
+    assert sample(retention, "messaging_retention_failures_total", table="inbox") == 0

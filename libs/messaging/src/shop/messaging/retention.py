@@ -265,8 +265,9 @@ class OutboxCleanup:
 
 class RetentionMetrics:
     """Each table's cleanup, labelled by its name (``outbox`` for the relay's, else its
-    :attr:`TableRetention.name`): rows deleted (or cleared), rounds, the time their
-    statements took, when the last round ended; and whether this process leads. One set
+    :attr:`TableRetention.name`): rows deleted (or cleared), rounds, failed rounds, the
+    time their statements took, when the last round ended; and whether this process
+    leads. One set
     per registry (:meth:`of`): a worker's relay and its retention job share one."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
@@ -286,6 +287,12 @@ class RetentionMetrics:
         self.busy_seconds = Counter(
             "messaging_retention_busy_seconds",
             "Time each table's cleanup statements took (the pauses between them left out).",
+            ("table",),
+            registry=registry,
+        )
+        self.failures = Counter(
+            "messaging_retention_failures",
+            "Cleanup rounds of each table that failed (logged with the error).",
             ("table",),
             registry=registry,
         )
@@ -379,7 +386,7 @@ class Retention:
                         await self._try_to_lead(connection)
                     if self.is_leader:
                         for table in self.tables:
-                            await self.clean(connection, table)
+                            await self._clean_or_report(connection, table)
                 except CONNECTION_FAILURES as error:
                     log.warning(
                         "retention cleanup failed; the next round tries again",
@@ -409,6 +416,23 @@ class Retention:
         )
         self.metrics.round_done(table.name, done)
         return done
+
+    async def _clean_or_report(self, connection: asyncpg.Connection, table: TableRetention) -> None:
+        """A round of ``table``; an error of its statement (a table its migrations did not
+        make yet, a statement timeout) is logged and counted, and costs that table's round
+        alone, not the other tables'. A lost connection still ends the whole round."""
+        try:
+            await self.clean(connection, table)
+        except asyncpg.PostgresError as error:
+            self.metrics.failures.labels(table.name).inc()
+            log.warning(
+                "retention cleanup of a table failed; its next round tries again",
+                table=table.name,
+                error=repr(error),
+                retry_in=self.settings.interval,
+            )
+            if connection.is_closed():
+                raise
 
     async def _try_to_lead(self, connection: asyncpg.Connection) -> None:
         if await connection.fetchval("SELECT pg_try_advisory_lock($1)", self.lock_key):
