@@ -401,8 +401,12 @@ class Retention:
         finally:
             self._set_leader(False)
             if connection is not None:
-                # Closing the connection lets go of the lock, for another replica.
-                await connection.close(timeout=5)
+                # Closing the connection lets go of the lock, for another replica; one the
+                # server lost or that does not answer goes at once, and its lock with it.
+                try:
+                    await connection.close(timeout=5)
+                except (*CONNECTION_FAILURES, TimeoutError):
+                    connection.terminate()
 
     async def clean(self, connection: asyncpg.Connection, table: TableRetention) -> CleanupRound:
         """One round of ``table`` on ``connection`` (which must hold the lock)."""
