@@ -478,7 +478,7 @@ def columns(sample: Sample) -> str:
 def print_summary(run: Run, arguments: argparse.Namespace) -> None:
     cleanup, baseline = run.cleanup, run.baseline
     print(
-        f"  {'table':<20} {'max rows':>21} {'max MB':>17} {'bound':>8}"
+        f"  {'table':<20} {'max rows':^21} {'max MB':^17} {'bound':>8}"
         f" {'deleted':>8} {'rounds':>6} {'busy s':>7} {'us/row':>7} {'of a core':>9}"
     )
     print(f"  {'':<20} {'cleanup':>10} {'baseline':>10} {'cleanup':>8} {'baseline':>8}")
