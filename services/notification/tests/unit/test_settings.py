@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from pydantic import SecretStr, ValidationError
 
 from shop.messaging import MessagingSettings
+from shop.messaging.retention import LONGEST_REDELIVERY
 from shop.notification.settings import NotificationSettings, SmtpSettings
 
 
@@ -74,3 +76,27 @@ def test_tracing_is_off_by_default_and_set_by_its_variables(
     monkeypatch.setenv("SHOP_NOTIFICATION_TRACING__FILE_DIR", str(tmp_path))
     tracing = NotificationSettings(environment="test").tracing
     assert (tracing.exporter, tracing.file_dir) == ("file", tmp_path)
+
+
+def test_sent_emails_marks_are_kept_longer_than_the_longest_redelivery_by_default() -> None:
+    retention = NotificationSettings(environment="test").retention
+    assert retention.sent_emails >= LONGEST_REDELIVERY
+
+
+def test_sent_emails_marks_kept_less_than_the_longest_redelivery_are_refused_with_the_rule(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SHOP_NOTIFICATION_RETENTION__SENT_EMAILS", "P13D")
+    with pytest.raises(ValidationError) as refused:
+        NotificationSettings(environment="test")
+    message = str(refused.value)
+    assert "retention.sent_emails" in message
+    assert "must be at least 14 days" in message
+    assert "sends it again" in message
+
+
+def test_the_sent_emails_retention_is_read_from_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SHOP_NOTIFICATION_RETENTION__SENT_EMAILS", "P90D")
+    assert NotificationSettings(environment="test").retention.sent_emails == timedelta(days=90)

@@ -3,6 +3,7 @@ by its variable and never shown; no process starts without saying where it runs.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -137,3 +138,33 @@ def test_the_development_operator_token_is_refused_in_production() -> None:
     # It is in the repository (devstack.toml, compose's .env.example): anyone could use it.
     problem = refusal(operator_token=SecretStr(DEVELOPMENT_OPERATOR_TOKEN))
     assert "SHOP_ORDER_OPERATOR_TOKEN must not be the development value" in problem
+
+
+def test_idempotency_keys_are_kept_a_week_by_default() -> None:
+    assert OrderSettings(environment="test").retention.idempotency_keys == timedelta(days=7)
+
+
+def test_idempotency_keys_kept_less_than_a_day_are_refused_with_the_rule() -> None:
+    with pytest.raises(ValidationError) as refused:
+        OrderSettings.model_validate(
+            {"environment": "test", "retention": {"idempotency_keys": "PT23H"}}
+        )
+    message = str(refused.value)
+    assert "retention.idempotency_keys" in message
+    assert "must be at least 1 day" in message
+    assert "places a second order" in message
+
+
+def test_the_inbox_kept_less_than_the_longest_redelivery_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SHOP_ORDER_RETENTION__INBOX", "P7D")
+    with pytest.raises(ValidationError, match="must be at least 14 days"):
+        OrderSettings(environment="test")
+
+
+def test_retentions_are_read_from_their_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOP_ORDER_RETENTION__INBOX", "P60D")
+    monkeypatch.setenv("SHOP_ORDER_RETENTION__IDEMPOTENCY_KEYS", "P2D")
+    retention = OrderSettings(environment="test").retention
+    assert (retention.inbox, retention.idempotency_keys) == (timedelta(days=60), timedelta(days=2))

@@ -4,6 +4,7 @@ process starts without saying where it runs."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -198,3 +199,30 @@ def test_tracing_is_off_by_default_and_set_by_its_variables(
     monkeypatch.setenv("SHOP_PAYMENT_TRACING__FILE_DIR", str(tmp_path))
     tracing = PaymentSettings(environment="test").tracing
     assert (tracing.exporter, tracing.file_dir) == ("file", tmp_path)
+
+
+def test_raw_bodies_are_kept_longer_than_the_reconciliation_looks_back_by_default() -> None:
+    settings = PaymentSettings(environment="test")
+    assert settings.retention.raw_bodies >= timedelta(seconds=settings.reconcile_lookback_seconds)
+
+
+def test_raw_bodies_kept_less_than_the_lookback_are_refused_with_the_rule() -> None:
+    with pytest.raises(ValidationError) as refused:
+        PaymentSettings.model_validate(
+            {
+                "environment": "test",
+                "reconcile_lookback_seconds": 10 * 24 * 3600,
+                "retention": {"raw_bodies": "P9D"},
+            }
+        )
+    message = str(refused.value)
+    assert "SHOP_PAYMENT_RETENTION__RAW_BODIES must be at least 10 days" in message
+    assert "SHOP_PAYMENT_RECONCILE_LOOKBACK_SECONDS" in message
+
+
+def test_a_shorter_lookback_allows_a_shorter_raw_body_retention(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SHOP_PAYMENT_RECONCILE_LOOKBACK_SECONDS", str(2 * 24 * 3600))
+    monkeypatch.setenv("SHOP_PAYMENT_RETENTION__RAW_BODIES", "P2D")
+    assert PaymentSettings(environment="test").retention.raw_bodies == timedelta(days=2)

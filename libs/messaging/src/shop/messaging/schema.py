@@ -66,6 +66,8 @@ inbox = Table(
     Column("message_type", String(100), nullable=False),
     Column("processed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     PrimaryKeyConstraint("consumer", "event_id", name="pk_inbox"),
+    # The retention cleanup deletes the oldest rows first, along this index.
+    Index("ix_inbox_processed_at", "processed_at"),
 )
 
 

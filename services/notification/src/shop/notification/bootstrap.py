@@ -8,8 +8,12 @@ from shop.database import create_engine, session_factory
 from shop.database.driver import connection_lost
 from shop.messaging import Worker, create_transport
 from shop.messaging.logging import configure_logging
+from shop.messaging.metrics import Metrics
+from shop.messaging.relay import asyncpg_dsn
+from shop.messaging.retention import Retention
 from shop.messaging.tracing import configure_tracing
 from shop.notification.adapters.faults import FaultyEmailSender
+from shop.notification.adapters.retention import retained_tables
 from shop.notification.adapters.sent_log import SqlSentLog
 from shop.notification.adapters.smtp import SmtpEmailSender
 from shop.notification.adapters.tracing import TracedEmailSender
@@ -39,7 +43,8 @@ def build_worker(
     health_port: int | None = None,
 ) -> Worker:
     """Consumes the order events and sends their e-mails (``sender`` replaces the
-    configured provider, for tests that need to watch the sends)."""
+    configured provider, for tests that need to watch the sends); deletes old marks of sent
+    e-mails when it holds the database's retention lock."""
     configure_logging(json=settings.log_json)
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
     # A connection per send in flight: each holds its e-mail's hold (a transaction) while
@@ -60,12 +65,22 @@ def build_worker(
     # One knob: the consumer takes in no more than its handlers may send at once, so a
     # shutdown never has a queue of taken-in messages to drain behind slow sends.
     messaging = settings.messaging.model_copy(update={"max_in_flight": settings.max_in_flight})
+    metrics = Metrics()
+    retention = Retention(
+        asyncpg_dsn(settings.database_url),
+        retained_tables(settings.retention),
+        settings=settings.retention,
+        metrics=metrics,
+        name=SERVICE,
+    )
     return Worker(
         messaging,
         create_transport(messaging),
         # A database restarting fails every handler: that is no message's fault.
         outage=connection_lost,
         routers=[router],
+        metrics=metrics,
+        jobs=[retention.run],
         routes=internal_routes(session_factory(engine)),
         operator_token=(
             settings.operator_token.get_secret_value()

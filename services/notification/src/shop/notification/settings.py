@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from email.utils import parseaddr
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, Field, FilePath, SecretStr, model_validator
+from pydantic import BaseModel, Field, FilePath, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings
 from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
+from shop.messaging.retention import LONGEST_REDELIVERY, RetentionSettings, at_least
 from shop.messaging.settings import Environment, require_environment, unfit_secret
 from shop.messaging.tracing import TracingSettings
 
@@ -70,6 +72,28 @@ class ShopSettings(BaseModel):
     website: str = "https://skincare-shop.example"
 
 
+class NotificationRetentionSettings(RetentionSettings):
+    """The sent e-mails' marks' retention (the service keeps no inbox: each e-mail is its
+    own record)."""
+
+    sent_emails: timedelta = timedelta(days=30)
+    """How long the mark of a sent e-mail (``order_notifications``) is kept. The mark is
+    what keeps a redelivered event from sending its e-mail again, so it must outlive the
+    longest time a message can come back (retries, dead letters redriven later): at least
+    :data:`~shop.messaging.retention.LONGEST_REDELIVERY`. The operators' view of an
+    order's e-mails shows those of this period."""
+
+    @field_validator("sent_emails")
+    @classmethod
+    def marks_outlive_redeliveries(cls, value: timedelta) -> timedelta:
+        return at_least(
+            value,
+            LONGEST_REDELIVERY,
+            "a sent e-mail's mark must outlive the longest time a message can come back "
+            "(retries, dead letters redriven later), or the redelivery sends it again",
+        )
+
+
 class NotificationSettings(BaseSettings):
     model_config = SettingsConfigDict(
         # A refused value is never echoed: it may be a secret.
@@ -104,6 +128,10 @@ class NotificationSettings(BaseSettings):
     machine and the tests may allow."""
     log_json: bool = True
     messaging: MessagingSettings = Field(default_factory=MessagingSettings)
+    retention: NotificationRetentionSettings = Field(default_factory=NotificationRetentionSettings)
+    """How long the sent e-mails' marks are kept; the worker that holds the database's
+    retention lock deletes them
+    (``SHOP_NOTIFICATION_RETENTION__SENT_EMAILS=P30D``)."""
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     """Spans of the worker (``SHOP_NOTIFICATION_TRACING__EXPORTER``: none, otlp, console, file)."""
 

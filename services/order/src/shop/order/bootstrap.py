@@ -13,9 +13,13 @@ from shop.database import create_engine, session_factory
 from shop.database.driver import connection_lost
 from shop.messaging import Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
+from shop.messaging.metrics import Metrics
+from shop.messaging.relay import asyncpg_dsn
+from shop.messaging.retention import Retention
 from shop.messaging.tracing import configure_tracing
 from shop.order.adapters.checkout import AsyncpgCheckoutStore
 from shop.order.adapters.orders import SqlOrderStore
+from shop.order.adapters.retention import retained_tables
 from shop.order.api.app import create_app
 from shop.order.handlers import build_router
 from shop.order.internal import internal_routes
@@ -47,7 +51,8 @@ def build_app(settings: OrderSettings, *, stores: Stores | None = None) -> FastA
 
 
 def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> Worker:
-    """Consumes PaymentReceived and, unless turned off, relays the outbox."""
+    """Consumes PaymentReceived and, unless turned off, relays the outbox; cleans the
+    inbox and the idempotency keys when it holds the database's retention lock."""
     configure_logging(json=settings.log_json)
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
     engine = create_engine(settings.database_url, pool_size=4)
@@ -58,6 +63,14 @@ def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> 
         if settings.run_relay
         else None
     )
+    metrics = relay.metrics if relay else Metrics()
+    retention = Retention(
+        asyncpg_dsn(settings.database_url),
+        retained_tables(settings.retention),
+        settings=settings.retention,
+        metrics=metrics,
+        name=SERVICE,
+    )
     return Worker(
         settings.messaging,
         transport,
@@ -66,6 +79,8 @@ def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> 
         routers=[build_router(stores.orders)],
         sessions=session_factory(engine),
         relay=relay,
+        metrics=metrics,
+        jobs=[retention.run],
         routes=internal_routes(session_factory(engine)),
         operator_token=(
             settings.operator_token.get_secret_value()

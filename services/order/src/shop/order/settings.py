@@ -3,17 +3,41 @@ e.g. ``SHOP_ORDER_MESSAGING__TRANSPORT=kafka``)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Self
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings, RelaySettings
 from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
+from shop.messaging.retention import InboxRetentionSettings, at_least
 from shop.messaging.settings import Environment, require_environment, unfit_secret
 from shop.messaging.tracing import TracingSettings
 
 DEVELOPMENT_JWT_SECRET = "development-only-secret-do-not-deploy"
+
+
+class OrderRetentionSettings(InboxRetentionSettings):
+    """The inbox's retention, and the idempotency keys'."""
+
+    idempotency_keys: timedelta = timedelta(days=7)
+    """How long a checkout's ``Idempotency-Key`` is remembered: a retry with the key within
+    it answers the first answer again; after it, the key is forgotten and would place a
+    new order. A client that did not hear back retries at once (the frontend), or once it
+    is online again (a phone that lost its network): a week covers a device left off over
+    a long weekend. At least a day, the window most payment APIs promise (Stripe's), since
+    a retry after a forgotten key is a second order, and a second charge."""
+
+    @field_validator("idempotency_keys")
+    @classmethod
+    def keys_outlive_retries(cls, value: timedelta) -> timedelta:
+        return at_least(
+            value,
+            timedelta(days=1),
+            "a client may retry a checkout for a day, and a retry after its key is "
+            "forgotten places a second order",
+        )
 
 
 class OrderSettings(BaseSettings):
@@ -55,6 +79,9 @@ class OrderSettings(BaseSettings):
     relay: RelaySettings = Field(default_factory=lambda: RelaySettings(name="order-service"))
     run_relay: bool = True
     """The relay runs in the worker by default; turn it off to run it as its own process."""
+    retention: OrderRetentionSettings = Field(default_factory=OrderRetentionSettings)
+    """How long the inbox and the idempotency keys keep their rows; the worker that holds
+    the database's retention lock deletes them (``SHOP_ORDER_RETENTION__INBOX=P30D``)."""
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     """Spans of the API and the worker (``SHOP_ORDER_TRACING__EXPORTER``: none, otlp, console,
     file)."""

@@ -15,11 +15,14 @@ from shop.database.driver import connection_lost
 from shop.messaging import Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.messaging.metrics import Metrics
+from shop.messaging.relay import asyncpg_dsn
+from shop.messaging.retention import Retention
 from shop.messaging.tracing import configure_tracing
 from shop.payment.adapters.gateway_midtrans import MidtransGateway
 from shop.payment.adapters.gateway_shop import ShopGateway
 from shop.payment.adapters.metrics import PrometheusPaymentMetrics
 from shop.payment.adapters.payments import SqlPaymentStore
+from shop.payment.adapters.retention import retained_tables
 from shop.payment.adapters.webhook_events import AsyncpgWebhookStore
 from shop.payment.api.app import create_app
 from shop.payment.domain.notifications import Provider
@@ -69,8 +72,9 @@ def build_worker(
     gateways: Mapping[Provider, PaymentGateway] | None = None,
 ) -> Worker:
     """Consumes OrderCreated, OrderCancelled, ProcessPayment, ExpirePayment and
-    RefundPayment and, unless turned off, relays the outbox. ``gateways`` replaces the
-    gateways' API clients (tests)."""
+    RefundPayment and, unless turned off, relays the outbox; cleans the inbox and clears the old
+    raw bodies of notifications when it holds the database's retention lock. ``gateways``
+    replaces the gateways' API clients (tests)."""
     configure_logging(json=settings.log_json)
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
     engine = create_engine(settings.database_url, pool_size=4)
@@ -82,6 +86,13 @@ def build_worker(
         else None
     )
     metrics = relay.metrics if relay else Metrics()
+    retention = Retention(
+        asyncpg_dsn(settings.database_url),
+        retained_tables(settings.retention),
+        settings=settings.retention,
+        metrics=metrics,
+        name=SERVICE,
+    )
     window = PaymentWindow(
         length=timedelta(seconds=settings.payment_window_seconds),
         grace=timedelta(seconds=settings.expiry_grace_seconds),
@@ -104,7 +115,7 @@ def build_worker(
         outage=connection_lost,
         routers=[build_router(store, gateways, window, payment_metrics)],
         metrics=metrics,
-        jobs=[reconciler.every_interval],
+        jobs=[reconciler.every_interval, retention.run],
         routes=[*reconciler.routes(), refund_by_hand_route(store), *internal_routes(sessions)],
         operator_token=(
             settings.operator_token.get_secret_value()

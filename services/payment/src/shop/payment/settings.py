@@ -3,6 +3,7 @@ e.g. ``SHOP_PAYMENT_MESSAGING__TRANSPORT=kafka``)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Final, Literal, Self
 from urllib.parse import urlsplit
 
@@ -11,6 +12,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shop.messaging import MessagingSettings, RelaySettings
 from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
+from shop.messaging.retention import InboxRetentionSettings, at_least
 from shop.messaging.settings import Environment, require_environment, unfit_secret
 from shop.messaging.tracing import TracingSettings
 
@@ -25,6 +27,22 @@ Gateway = Literal["shop", "midtrans"]
 """A payment gateway whose notifications the service takes: ``shop`` (the shop's own
 webhook format) or ``midtrans``."""
 GATEWAYS: Final[tuple[Gateway, ...]] = ("shop", "midtrans")
+
+
+class PaymentRetentionSettings(InboxRetentionSettings):
+    """The inbox's retention, and the gateways' raw notification bodies'."""
+
+    raw_bodies: timedelta = timedelta(days=30)
+    """How long a processed notification keeps its raw body (``payment_events.raw_body``,
+    the bytes its signature was computed over), the bulk of the row and the part that may
+    name the customer. Nothing reads it: it is evidence, for a person looking into a
+    payment, and is cleared (NULL) after this. The row itself is kept for ever, as long as
+    money needs it: it is the record of what each gateway said of each payment (amount,
+    ids, outcome), and its unique gateway event id refuses an old notification replayed.
+    A notification not processed yet keeps its body, and so does every notification of a
+    flagged payment, until a person has cleared the flag. At least the reconciliation's
+    lookback (``reconcile_lookback_seconds``): a payment the reconciler may still question
+    keeps the bodies a person would compare."""
 
 
 class PaymentSettings(BaseSettings):
@@ -91,6 +109,10 @@ class PaymentSettings(BaseSettings):
     relay: RelaySettings = Field(default_factory=lambda: RelaySettings(name="payment-service"))
     run_relay: bool = True
     """The relay runs in the worker by default; turn it off to run it as its own process."""
+    retention: PaymentRetentionSettings = Field(default_factory=PaymentRetentionSettings)
+    """How long the inbox keeps its rows and a processed notification its raw body; the
+    worker that holds the database's retention lock cleans them
+    (``SHOP_PAYMENT_RETENTION__RAW_BODIES=P30D``)."""
     tracing: TracingSettings = Field(default_factory=TracingSettings)
     """Spans of the API and the worker (``SHOP_PAYMENT_TRACING__EXPORTER``: none, otlp, console,
     file)."""
@@ -105,6 +127,19 @@ class PaymentSettings(BaseSettings):
         # Anywhere: with no key, every notification of the shop's format would be refused.
         if "shop" in self.gateways and not self.webhook_secrets:
             raise ValueError("SHOP_PAYMENT_WEBHOOK_SECRETS must list at least one secret")
+        return self
+
+    @model_validator(mode="after")
+    def raw_bodies_outlive_reconciliation(self) -> Self:
+        try:
+            at_least(
+                self.retention.raw_bodies,
+                timedelta(seconds=self.reconcile_lookback_seconds),
+                "a payment the reconciliation may still question keeps its notifications' "
+                "raw bodies (SHOP_PAYMENT_RECONCILE_LOOKBACK_SECONDS)",
+            )
+        except ValueError as error:
+            raise ValueError(f"SHOP_PAYMENT_RETENTION__RAW_BODIES {error}") from None
         return self
 
     @model_validator(mode="after")

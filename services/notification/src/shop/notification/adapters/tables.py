@@ -7,6 +7,7 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
+    Index,
     MetaData,
     PrimaryKeyConstraint,
     String,
@@ -39,6 +40,8 @@ order_notifications = Table(
     # the proof of sending, and the key makes a second one for the same order and kind
     # (and reversal) impossible.
     PrimaryKeyConstraint("order_id", "kind", "reference"),
+    # The retention cleanup deletes the oldest marks first, along this index.
+    Index(None, "sent_at"),
     # A reversal notice without its reversal would be one per order, and swallow the next.
     CheckConstraint(
         f"(kind IN ({_PER_REVERSAL})) = (reference <> '')", name="reference_per_reversal"

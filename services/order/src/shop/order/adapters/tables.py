@@ -95,6 +95,8 @@ idempotency_keys = Table(
     Column("response_body", Text),
     Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     PrimaryKeyConstraint("customer_id", "key"),
+    # The retention cleanup deletes the oldest keys first, along this index.
+    Index(None, "created_at"),
 )
 
 payment_conflicts = Table(

@@ -9,6 +9,7 @@ from sqlalchemy import (
     DateTime,
     ForeignKey,
     Identity,
+    Index,
     LargeBinary,
     MetaData,
     String,
@@ -16,6 +17,7 @@ from sqlalchemy import (
     UniqueConstraint,
     Uuid,
     func,
+    text,
 )
 
 from shop.database import NAMING_CONVENTION
@@ -67,8 +69,10 @@ payment_events = Table(
     Column("provider", String(16), nullable=False),
     Column("provider_event_id", String(200), nullable=False),
     Column("type", String(64), nullable=False),
-    # The notification exactly as it arrived: what the signature was computed over.
-    Column("raw_body", LargeBinary, nullable=False),
+    # The notification exactly as it arrived: what the signature was computed over. Kept
+    # as evidence for a person, never read by the code: cleared (NULL) once processed for
+    # the raw bodies' retention, unless its payment is flagged.
+    Column("raw_body", LargeBinary),
     # What it means, as its webhook read it, so the worker needs no provider's parser.
     Column("meaning", String(16), nullable=False),
     Column("order_id", Uuid, nullable=False),
@@ -79,6 +83,12 @@ payment_events = Table(
     Column("processed_at", DateTime(timezone=True)),
     Column("outcome", String(500)),
     UniqueConstraint("provider", "provider_event_id"),
+    # The retention cleanup clears the oldest processed bodies first, along this index.
+    Index(
+        "ix_payment_events_raw_body_kept",
+        "processed_at",
+        postgresql_where=text("raw_body IS NOT NULL"),
+    ),
     CheckConstraint(_one_of("provider", Provider), name="provider_known"),
     CheckConstraint(_one_of("meaning", Meaning), name="meaning_known"),
     CheckConstraint("amount >= 0", name="amount_not_negative"),

@@ -1,0 +1,26 @@
+"""sent e-mails' retention: an index of the marks by the time they were sent
+
+Revision ID: 0004
+Revises: 0003
+Create Date: 2026-12-06 03:00:00
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from alembic import op
+
+revision: str = "0004"
+down_revision: str | None = "0003"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    # The cleanup deletes the oldest marks first, a batch at a time, along this index.
+    op.create_index(op.f("ix_order_notifications_sent_at"), "order_notifications", ["sent_at"])
+
+
+def downgrade() -> None:
+    op.drop_index(op.f("ix_order_notifications_sent_at"), table_name="order_notifications")
