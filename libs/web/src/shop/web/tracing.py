@@ -2,7 +2,9 @@
 
 FastAPI makes the span when the process has a TracerProvider (``configure_tracing`` in
 ``shop.messaging.tracing`` sets one; with the ``none`` exporter there is none, and a request
-costs nothing more). It continues a ``traceparent`` the caller sent, names the span by the
+costs nothing more), or when the app gives it one. By itself it continues a ``traceparent``
+the caller sent; the shop's public APIs give it ``shop.messaging.tracing.EdgeTracerProvider``,
+which starts a trace of their own and links the caller's instead. It names the span by the
 route template (``POST /v1/orders``), and keeps it current while the route runs: an event
 the route adds to the outbox carries the request's trace on.
 """
