@@ -18,7 +18,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -44,7 +44,7 @@ class PasswordChecks:
         started.add_done_callback(self._give_back)
         return asyncio.wrap_future(started)
 
-    def _give_back(self, _: Future[object]) -> None:
+    def _give_back(self, _: Future[Any]) -> None:
         self._slots.release()
 
     def close(self) -> None:
