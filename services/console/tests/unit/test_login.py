@@ -316,7 +316,7 @@ async def test_an_earlier_scrypt_hash_lets_the_admin_in_and_is_replaced_by_argon
 
     async with browser(app) as client:
         accepted = await log_in(client, DEVELOPMENT_ADMIN_USER, DEVELOPMENT_ADMIN_PASSWORD)
-        page = await client.get(accepted.headers["location"])
+        page = await client.get(accepted.headers["location"], follow_redirects=True)
 
     assert accepted.status_code == 303
     assert "earlier scrypt format" in page.text
@@ -325,6 +325,6 @@ async def test_an_earlier_scrypt_hash_lets_the_admin_in_and_is_replaced_by_argon
     async with browser(app) as again:
         assert (await log_in(again, DEVELOPMENT_ADMIN_USER, "a wrong one")).status_code == 401
         accepted = await log_in(again, DEVELOPMENT_ADMIN_USER, DEVELOPMENT_ADMIN_PASSWORD)
-        page = await again.get(accepted.headers["location"])
+        page = await again.get(accepted.headers["location"], follow_redirects=True)
     assert accepted.status_code == 303
     assert "earlier scrypt format" not in page.text

@@ -100,4 +100,4 @@ async def test_a_callers_sampled_flag_does_not_have_the_webhook_recorded(
     assert spans.get_finished_spans() == ()
     _, trace_id, _, flags = (await outbox_traceparent(sessions)).split("-")
     assert trace_id != CALLER_TRACE
-    assert flags == "00"  # not sampled
+    assert not int(flags, 16) & 0x01  # the sampled flag is off

@@ -15,13 +15,19 @@ from collections.abc import MutableMapping
 from typing import Any, Final
 
 from fastapi.telemetry import TelemetryConfig
+from opentelemetry import trace
 
 UNTRACED_PATHS: Final = frozenset({"/healthz", "/readyz", "/metrics"})
 """Probes and scrapes: a span each would bury the requests that matter."""
 
 
 def _untraced(scope: MutableMapping[str, Any]) -> bool:
-    return scope.get("path") in UNTRACED_PATHS
+    # Also every request while the process has no TracerProvider: an app that gives FastAPI
+    # a provider of its own would otherwise have it do its per-request work for a span that
+    # records nothing.
+    return scope.get("path") in UNTRACED_PATHS or isinstance(
+        trace.get_tracer_provider(), trace.ProxyTracerProvider
+    )
 
 
 def request_telemetry() -> TelemetryConfig:
