@@ -94,8 +94,11 @@ class _EdgeTracer(trace.Tracer):
             set_status_on_exception=set_status_on_exception,
         )
 
+    # OpenTelemetry's Tracer signature, positional parameters and all. The base class
+    # declares the return type of its private decorator; a plain context manager is what
+    # callers get (OpenTelemetry's own ProxyTracer ignores the difference alike).
     @contextmanager
-    def start_as_current_span(  # noqa: PLR0917 - OpenTelemetry's Tracer signature
+    def start_as_current_span(  # type: ignore[override]  # noqa: PLR0917
         self,
         name: str,
         context: Context | None = None,
