@@ -96,6 +96,21 @@ def test_a_hash_that_is_not_one_is_refused_naming_the_format(text: str) -> None:
         parse_password_hash(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "$argon2id$v=19$m=4194304,t=1,p=1$c2FsdHNhbHRzYWx0$ZGlnZXN0ZGlnZXN0ZGlnZXN0ZGlnZXN0",
+        "scrypt$1048576$8$1$c2FsdHNhbHQ$ZGlnZXN0ZGlnZXN0ZGlnZXN0",
+    ],
+)
+def test_a_hash_asking_more_memory_than_the_console_spends_on_a_check_is_refused(
+    text: str,
+) -> None:
+    # 4 GiB and 1 GiB: refused before anything is hashed with them.
+    with pytest.raises(MalformedPasswordHash, match="more than 256 MiB"):
+        parse_password_hash(text)
+
+
 def test_the_command_line_prints_an_argon2id_hash_of_the_password_it_reads() -> None:
     printed = CliRunner().invoke(app, ["hash-password", "--stdin"], input="moisturiser\n")
 

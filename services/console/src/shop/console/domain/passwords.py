@@ -30,6 +30,9 @@ FORMAT: Final = (
 )
 SALT_BYTES: Final = 16
 DIGEST_BYTES: Final = 32
+MAX_MEMORY_BYTES: Final = 256 * 1024 * 1024
+"""The most memory a configured hash may ask of one check: the console's pod has 512 MiB,
+and runs a few checks at once."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,8 @@ class Argon2idHash:
             raise MalformedPasswordHash(FORMAT)
         if parameters.salt_len < 8 or parameters.hash_len < 16:
             raise MalformedPasswordHash("the salt or the digest is too short")
+        if parameters.memory_cost * 1024 > MAX_MEMORY_BYTES:
+            raise MalformedPasswordHash("the hash asks for more than 256 MiB a check")
         hashed = cls(text)
         # The parameters above are read without decoding the salt and digest; argon2 decodes
         # them only when it verifies. Verify once now, so that a hash it cannot decode is
@@ -123,6 +128,14 @@ class ScryptHash:
             raise MalformedPasswordHash("scrypt's r and p must be positive")
         if len(self.salt) < 8 or len(self.digest) < 16:
             raise MalformedPasswordHash("the salt or the digest is too short")
+        if self._memory_bytes > MAX_MEMORY_BYTES:
+            raise MalformedPasswordHash("the hash asks for more than 256 MiB a check")
+
+    @property
+    def _memory_bytes(self) -> int:
+        # What OpenSSL needs for these parameters (its default budget, 32 MiB, is too small
+        # for some).
+        return 128 * self.n * self.r * (self.p + 2)
 
     @classmethod
     def parse(cls, text: str) -> ScryptHash:
@@ -153,15 +166,13 @@ class ScryptHash:
     def matches(self, password: str) -> bool:
         """Whether ``password`` is the one hashed; the comparison takes the same time
         wherever the digests differ."""
-        # OpenSSL refuses scrypt above its default 32 MiB budget; allow what the cost needs.
-        budget = 128 * self.n * self.r * (self.p + 2)
         candidate = hashlib.scrypt(
             password.encode(),
             salt=self.salt,
             n=self.n,
             r=self.r,
             p=self.p,
-            maxmem=budget,
+            maxmem=self._memory_bytes,
             dklen=len(self.digest),
         )
         return hmac.compare_digest(candidate, self.digest)
