@@ -102,17 +102,29 @@ def twenty_orders_are_paid_and_each_gets_both_emails(shop: RunningShop) -> None:
 
 
 def one_orders_trace_crosses_four_processes(shop: RunningShop) -> None:
-    """Begun by the frontend's traceparent, it reads request → send → process in each of
-    the consuming workers."""
+    """Begun by order-service's API, which links the frontend's traceparent rather than
+    continuing it, it reads request → send → process in each of the consuming workers."""
     token = shop.customer_token()
-    traced = shop.checkout(token, SKUS[0], traceparent=f"00-{TRACE_ID}-{'1' * 16}-01")
+    frontend_span = "1" * 16
+    traced = shop.checkout(token, SKUS[0], traceparent=f"00-{TRACE_ID}-{frontend_span}-01")
+
+    def linked_request() -> str | None:
+        for span in read_spans(shop.workdir / "traces"):
+            if span.kind == "SERVER" and (TRACE_ID, frontend_span) in span.links:
+                return span.trace_id
+        return None
+
+    until(lambda: linked_request() is not None, f"{traced['number']}'s request span")
+    trace_id = linked_request()
+    assert trace_id is not None
+    assert trace_id != TRACE_ID
 
     def processes_in_trace() -> set[tuple[str, int]]:
-        spans = read_spans(shop.workdir / "traces", trace_id=TRACE_ID)
+        spans = read_spans(shop.workdir / "traces", trace_id=trace_id)
         return {(span.service, span.pid) for span in spans if span.pid is not None}
 
     until(lambda: len(processes_in_trace()) >= 4, f"{traced['number']}'s trace in 4 processes")
-    spans = read_spans(shop.workdir / "traces", trace_id=TRACE_ID)
+    spans = read_spans(shop.workdir / "traces", trace_id=trace_id)
     services = {span.service for span in spans}
     assert {"order-service", "notification-service", "payment-service"} <= services
     by_id = {span.span_id: span for span in spans}
@@ -122,6 +134,7 @@ def one_orders_trace_crosses_four_processes(shop: RunningShop) -> None:
         parent = by_id.get(consumer.parent_span_id or "")
         assert parent is not None, f"{consumer.name}'s parent is in the trace"
         assert parent.kind == "PRODUCER", f"{consumer.name} is a child of the relay's send"
+    assert read_spans(shop.workdir / "traces", trace_id=TRACE_ID) == []  # nothing continued it
 
 
 def shopctl_demo_completes_every_order(shop: RunningShop, demo: Demo) -> None:

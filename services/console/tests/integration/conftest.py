@@ -27,7 +27,7 @@ from pydantic import SecretStr
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from shop.console.domain.passwords import hash_password
+from shop.console.domain.passwords import Argon2Cost, hash_password
 from shop.console.settings import ConsoleSettings
 from shop.contracts import OrderCreated, OrderLine
 from shop.database import create_engine, session_factory
@@ -202,7 +202,7 @@ def console_settings(**more: Any) -> ConsoleSettings:
     chosen: dict[str, Any] = {
         "environment": "test",
         "admin_user": ADMIN,
-        "admin_password_hash": SecretStr(str(hash_password(PASSWORD, n=2**4))),
+        "admin_password_hash": SecretStr(str(hash_password(PASSWORD, cost=Argon2Cost(1, 8, 1)))),
         "session_secret": SecretStr("integration-test-session-secret-of-the-console"),
         "log_json": False,
     }

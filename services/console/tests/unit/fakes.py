@@ -14,7 +14,7 @@ from pydantic import SecretStr
 from shop.console.domain.asyncapi import DocumentView, read_document
 from shop.console.domain.errors import NotFound
 from shop.console.domain.orders import OrderSummary
-from shop.console.domain.passwords import hash_password
+from shop.console.domain.passwords import Argon2Cost, hash_password
 from shop.console.ports import LetterQuery, Partial, Sources
 from shop.console.settings import ConsoleSettings
 from shop.ops.consumers import ConsumerCounts
@@ -29,11 +29,12 @@ from shop.ops.traces import OrderTrace
 
 ADMIN = "operator"
 PASSWORD = "correct horse battery staple"
-# A cheap hash (n=2**4): the unit tests log in many times.
+CHEAP = Argon2Cost(time_cost=1, memory_kib=8, parallelism=1)
+"""argon2id's least cost: the unit tests log in many times."""
 SETTINGS = ConsoleSettings(
     environment="development",
     admin_user=ADMIN,
-    admin_password_hash=SecretStr(str(hash_password(PASSWORD, n=2**4))),
+    admin_password_hash=SecretStr(str(hash_password(PASSWORD, cost=CHEAP))),
     session_secret=SecretStr("unit-test-session-secret-of-the-console"),
     log_json=False,
 )

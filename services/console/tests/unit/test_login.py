@@ -5,12 +5,24 @@ without the session's CSRF token is refused."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from pydantic import SecretStr
 
 from shop.console.bootstrap import build_app
+from shop.console.domain.passwords import Argon2idHash, ScryptHash
+from shop.console.service_layer.logins import Logins
+from shop.console.settings import (
+    DEVELOPMENT_ADMIN_PASSWORD,
+    DEVELOPMENT_ADMIN_USER,
+    EARLIER_DEVELOPMENT_ADMIN_PASSWORD_HASH,
+)
 
 from .browsing import csrf_of, log_in
 from .fakes import ADMIN, PASSWORD, SETTINGS, FakeShop, letter
@@ -22,10 +34,22 @@ def shop() -> FakeShop:
 
 
 @pytest.fixture
-async def client(shop: FakeShop) -> AsyncIterator[httpx.AsyncClient]:
-    app = build_app(SETTINGS, sources=shop.sources())
+def app(shop: FakeShop) -> FastAPI:
+    return build_app(SETTINGS, sources=shop.sources())
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with browser(app) as client:
+        yield client
+
+
+@asynccontextmanager
+async def browser(app: FastAPI, address: str = "127.0.0.1") -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the console from ``address``."""
     async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://console.test"
+        transport=httpx.ASGITransport(app=app, client=(address, 50123)),
+        base_url="http://console.test",
     ) as client:
         yield client
 
@@ -216,27 +240,91 @@ async def test_a_successful_login_forgets_the_earlier_failures(client: httpx.Asy
     assert (await log_in(client, ADMIN, "one more guess")).status_code == 401
 
 
-async def test_guesses_sent_all_at_once_are_throttled_as_they_arrive(
-    client: httpx.AsyncClient,
-) -> None:
-    form = await client.get("/login")
-    token = csrf_of(form)
+async def test_guesses_sent_all_at_once_are_throttled_as_they_arrive(shop: FakeShop) -> None:
+    # As many check slots as guesses: what is shown here is the throttle's count alone.
+    roomy = SETTINGS.model_copy(update={"login_concurrent_checks": 16})
+    async with browser(build_app(roomy, sources=shop.sources())) as client:
+        token = csrf_of(await client.get("/login"))
 
-    async def guess(n: int) -> int:
-        data = {"username": ADMIN, "password": f"guess {n}", "csrf_token": token}
-        return (await client.post("/login", data=data)).status_code
+        async def guess(n: int) -> int:
+            data = {"username": ADMIN, "password": f"guess {n}", "csrf_token": token}
+            return (await client.post("/login", data=data)).status_code
 
-    answers = await asyncio.gather(*(guess(n) for n in range(30)))
+        answers = await asyncio.gather(*(guess(n) for n in range(16)))
 
     assert answers.count(401) == SETTINGS.login_max_failures
-    assert answers.count(429) == 30 - SETTINGS.login_max_failures
+    assert answers.count(429) == 16 - SETTINGS.login_max_failures
 
 
-async def test_one_users_failures_do_not_lock_out_another_from_the_same_address(
+async def test_fifty_user_names_from_one_address_get_the_tries_of_one(
     client: httpx.AsyncClient,
 ) -> None:
-    for _ in range(SETTINGS.login_max_failures):
-        await log_in(client, "intruder", "guess")
-    assert (await log_in(client, "intruder", "guess")).status_code == 429
+    answers = [(await log_in(client, f"user-{n}", "guess")).status_code for n in range(50)]
 
+    tries = SETTINGS.login_max_failures
+    assert answers == [401] * tries + [429] * (50 - tries)
+    assert (await log_in(client, ADMIN, PASSWORD)).status_code == 429
+
+
+async def test_one_addresses_failures_do_not_lock_out_another_address(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    for n in range(SETTINGS.login_max_failures):
+        await log_in(client, f"user-{n}", "guess")
+    assert (await log_in(client, ADMIN, PASSWORD)).status_code == 429
+
+    async with browser(app, "10.20.30.40") as elsewhere:
+        assert (await log_in(elsewhere, ADMIN, PASSWORD)).status_code == 303
+
+
+async def test_a_try_that_finds_every_check_busy_is_refused_with_503_and_not_counted(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    logins: Logins = app.state.logins
+    release = threading.Event()
+    busy = [
+        logins.checks.try_start(partial(release.wait, 30))
+        for _ in range(SETTINGS.login_concurrent_checks)
+    ]
+    try:
+        assert logins.checks.try_start(release.is_set) is None
+        refused = [
+            await log_in(client, ADMIN, PASSWORD) for _ in range(SETTINGS.login_max_failures + 1)
+        ]
+    finally:
+        release.set()
+        await asyncio.gather(*(check for check in busy if check is not None))
+
+    assert {answer.status_code for answer in refused} == {503}
+    assert refused[0].headers["retry-after"] == "1"
+    assert "checking other logins" in refused[0].text
     assert (await log_in(client, ADMIN, PASSWORD)).status_code == 303
+
+
+async def test_an_earlier_scrypt_hash_lets_the_admin_in_and_is_replaced_by_argon2id(
+    shop: FakeShop,
+) -> None:
+    settings = SETTINGS.model_copy(
+        update={
+            "admin_user": DEVELOPMENT_ADMIN_USER,
+            "admin_password_hash": SecretStr(EARLIER_DEVELOPMENT_ADMIN_PASSWORD_HASH),
+        }
+    )
+    app = build_app(settings, sources=shop.sources())
+    logins: Logins = app.state.logins
+    assert isinstance(logins.password_hash, ScryptHash)
+
+    async with browser(app) as client:
+        accepted = await log_in(client, DEVELOPMENT_ADMIN_USER, DEVELOPMENT_ADMIN_PASSWORD)
+        page = await client.get(accepted.headers["location"], follow_redirects=True)
+
+    assert accepted.status_code == 303
+    assert "earlier scrypt format" in page.text
+    assert isinstance(logins.password_hash, Argon2idHash)
+    assert logins.password_hash.matches(DEVELOPMENT_ADMIN_PASSWORD)
+    async with browser(app) as again:
+        assert (await log_in(again, DEVELOPMENT_ADMIN_USER, "a wrong one")).status_code == 401
+        accepted = await log_in(again, DEVELOPMENT_ADMIN_USER, DEVELOPMENT_ADMIN_PASSWORD)
+        page = await again.get(accepted.headers["location"], follow_redirects=True)
+    assert accepted.status_code == 303
+    assert "earlier scrypt format" not in page.text

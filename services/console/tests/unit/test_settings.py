@@ -10,8 +10,11 @@ from shop.console.domain.passwords import hash_password
 from shop.console.settings import (
     DEVELOPMENT_ADMIN_PASSWORD,
     DEVELOPMENT_SESSION_SECRET,
+    EARLIER_DEVELOPMENT_ADMIN_PASSWORD_HASH,
     ConsoleSettings,
 )
+
+from .fakes import CHEAP
 
 
 def test_without_an_environment_the_settings_name_the_variable(
@@ -37,7 +40,7 @@ def test_production_with_every_development_default_names_each_one() -> None:
 def test_production_with_its_own_hash_secret_and_secure_cookie_starts() -> None:
     settings = ConsoleSettings(
         environment="production",
-        admin_password_hash=SecretStr(str(hash_password("s3cret-of-production", n=2**4))),
+        admin_password_hash=SecretStr(str(hash_password("s3cret-of-production", cost=CHEAP))),
         session_secret=SecretStr("x" * 40),
         secure_cookie=True,
     )
@@ -58,7 +61,7 @@ def test_production_refuses_a_weak_session_secret_by_name(secret: str, problem: 
     with pytest.raises(ValidationError) as refused:
         ConsoleSettings(
             environment="production",
-            admin_password_hash=SecretStr(str(hash_password("p", n=2**4))),
+            admin_password_hash=SecretStr(str(hash_password("p", cost=CHEAP))),
             session_secret=SecretStr(secret),
             secure_cookie=True,
         )
@@ -68,8 +71,22 @@ def test_production_refuses_a_weak_session_secret_by_name(secret: str, problem: 
         assert secret not in str(refused.value)
 
 
+def test_production_refuses_the_earlier_development_hash_too() -> None:
+    with pytest.raises(ValidationError) as refused:
+        ConsoleSettings(
+            environment="production",
+            admin_password_hash=SecretStr(EARLIER_DEVELOPMENT_ADMIN_PASSWORD_HASH),
+            session_secret=SecretStr("x" * 40),
+            secure_cookie=True,
+        )
+
+    assert "SHOP_CONSOLE_ADMIN_PASSWORD_HASH must not be the development value" in str(
+        refused.value
+    )
+
+
 def test_a_hash_that_cannot_be_read_is_refused_at_start_up() -> None:
-    with pytest.raises(ValidationError, match="scrypt"):
+    with pytest.raises(ValidationError, match="argon2id"):
         ConsoleSettings(
             environment="development", admin_password_hash=SecretStr("plain-text-password")
         )

@@ -53,7 +53,8 @@ class RecordedSpan:
     attributes: Mapping[str, Any]
     events: tuple[RecordedEvent, ...] = ()
     links: tuple[tuple[str, str], ...] = ()
-    """``(trace_id, span_id)`` of each span it links to (the shop's own spans have none)."""
+    """``(trace_id, span_id)`` of each span it links to (a public API's request span links
+    its caller's; the shop's other spans have none)."""
 
     @property
     def seconds(self) -> float:

@@ -22,7 +22,8 @@ def hash_password_command(
         False, "--stdin", help="Read the password from the first line of standard input."
     ),
 ) -> None:
-    """Print a salted scrypt hash of a password, for SHOP_CONSOLE_ADMIN_PASSWORD_HASH."""
+    """Print a salted argon2id hash of a password (OWASP's parameters), for
+    SHOP_CONSOLE_ADMIN_PASSWORD_HASH."""
     if from_stdin:
         password = sys.stdin.readline().rstrip("\r\n")
     else:

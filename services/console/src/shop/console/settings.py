@@ -10,16 +10,22 @@ from typing import Any, Final, Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shop.console.domain.passwords import PasswordHash
+from shop.console.domain.passwords import PasswordHash, parse_password_hash
 from shop.contracts.asyncapi import DOCUMENT_DIR
 from shop.messaging.settings import Environment, require_environment, unfit_secret
 
 DEVELOPMENT_ADMIN_USER: Final = "admin"
 DEVELOPMENT_ADMIN_PASSWORD: Final = "console-development-password"
 DEVELOPMENT_ADMIN_PASSWORD_HASH: Final = (
-    "scrypt$16384$8$1$ZGV2ZWxvcG1lbnQtc2FsdA$E5-q3mMFztGJkJXR8pi18UHvi-4Bkgqp0Numwbotigc"
+    "$argon2id$v=19$m=19456,t=2,p=1$ZGV2ZWxvcG1lbnQtc2FsdA"
+    "$8OMA4Z43yC6LwUD31t7VQOnW8D+tHv4EdoD4sPVq810"
 )
 """The hash of :data:`DEVELOPMENT_ADMIN_PASSWORD`, so that a developer can log in at once."""
+EARLIER_DEVELOPMENT_ADMIN_PASSWORD_HASH: Final = (
+    "scrypt$16384$8$1$ZGV2ZWxvcG1lbnQtc2FsdA$E5-q3mMFztGJkJXR8pi18UHvi-4Bkgqp0Numwbotigc"
+)
+"""The same, in the scrypt format the console made before argon2id: refused in production
+as well, for it may have been copied from an older example."""
 DEVELOPMENT_SESSION_SECRET: Final = "development-only-session-secret-do-not-deploy"
 
 
@@ -48,9 +54,14 @@ class ConsoleSettings(BaseSettings):
     """The services' AsyncAPI documents, one ``<service>.json`` each: by default those the
     contracts library ships (:mod:`shop.contracts.asyncapi`)."""
     login_max_failures: int = Field(default=5, ge=1)
-    """Failed logins a client may make inside ``login_failure_window_seconds``; the next
-    try is refused (429) until the oldest of them is that old."""
+    """Failed logins one client address may make inside ``login_failure_window_seconds``,
+    whatever user names it tries; the next try is refused (429) until the oldest of them is
+    that old."""
     login_failure_window_seconds: float = Field(default=900.0, gt=0)
+    login_concurrent_checks: int = Field(default=2, ge=1, le=16)
+    """Password checks run at once, over every client (each holds about 19 MiB for
+    argon2id's tens of milliseconds, 16 MiB for an earlier scrypt hash); a try that finds
+    them all busy is refused (503, ``Retry-After``) rather than queued."""
     redrive_per_second: float = Field(default=5.0, gt=0)
     """The rate of a redrive of every matching dead letter."""
     log_json: bool = True
@@ -58,12 +69,12 @@ class ConsoleSettings(BaseSettings):
     @field_validator("admin_password_hash")
     @classmethod
     def readable_hash(cls, value: SecretStr) -> SecretStr:
-        PasswordHash.parse(value.get_secret_value())
+        parse_password_hash(value.get_secret_value())
         return value
 
     @property
     def password_hash(self) -> PasswordHash:
-        return PasswordHash.parse(self.admin_password_hash.get_secret_value())
+        return parse_password_hash(self.admin_password_hash.get_secret_value())
 
     @property
     def shows_captured_mail(self) -> bool:
@@ -84,7 +95,7 @@ class ConsoleSettings(BaseSettings):
         weak_hash = unfit_secret(
             "SHOP_CONSOLE_ADMIN_PASSWORD_HASH",
             self.admin_password_hash,
-            {DEVELOPMENT_ADMIN_PASSWORD_HASH},
+            {DEVELOPMENT_ADMIN_PASSWORD_HASH, EARLIER_DEVELOPMENT_ADMIN_PASSWORD_HASH},
         )
         if weak_hash:
             problems.append(f"{weak_hash} (python -m shop.console hash-password)")

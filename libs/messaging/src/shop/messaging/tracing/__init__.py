@@ -8,8 +8,9 @@ the relay's PRODUCER span is its child and sends its own context in the header i
 each consumer's CONSUMER span is a child of the header it received, and whatever a handler
 adds to the outbox is a child of the handler's span (:mod:`.spans`). So a trace reads
 request → send → process → send → process. The HTTP request's SERVER span is FastAPI's own
-(:mod:`shop.web.tracing`). The envelope's own ``traceparent`` field is no longer written
-nor read.
+(:mod:`shop.web.tracing`); at a public API it starts the trace, whatever ``traceparent`` the
+caller sent, and links the caller's span instead (:mod:`.edge`). The envelope's own
+``traceparent`` field is no longer written nor read.
 
 Tracing is on in a process once :func:`configure_tracing` has set its TracerProvider
 (:mod:`.provider`); with the ``none`` exporter (the default) nothing is set and
@@ -31,6 +32,7 @@ from shop.messaging.tracing.attributes import (
     RETRY_SCHEDULED,
     SUBSCRIBER,
 )
+from shop.messaging.tracing.edge import EdgeTracerProvider
 from shop.messaging.tracing.provider import (
     ExporterNotInstalled,
     ProcessKind,
@@ -51,6 +53,7 @@ __all__ = [
     "RETRY_DELAY",
     "RETRY_SCHEDULED",
     "SUBSCRIBER",
+    "EdgeTracerProvider",
     "ExporterNotInstalled",
     "ProcessKind",
     "TracingSettings",

@@ -48,8 +48,9 @@ class TracingSettings(BaseModel):
     """The ``file`` exporter's folder: one ``<service>.<process kind>.<pid>.jsonl`` file
     per process, read back by ``shop.devstack.spans.read_spans``."""
     sample_ratio: float = Field(default=1.0, ge=0, le=1)
-    """Share of new traces recorded; a trace that came with its request or message keeps
-    the decision its parent made, so a trace is recorded whole or not at all."""
+    """Share of new traces recorded; a trace that came with a message keeps the decision its
+    parent made, so a trace is recorded whole or not at all. A public API's request always
+    starts a new trace (:mod:`.edge`): a caller's sampled flag decides nothing."""
 
     @model_validator(mode="after")
     def file_needs_a_folder(self) -> Self:

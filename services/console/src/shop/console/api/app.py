@@ -14,6 +14,8 @@ from shop.console.api import asyncapi, auth, bus, deadletters, errors, health, m
 from shop.console.api.rendering import STATIC
 from shop.console.domain.throttle import LoginThrottle
 from shop.console.ports import Sources
+from shop.console.service_layer.logins import Logins
+from shop.console.service_layer.password_checks import PasswordChecks
 from shop.console.service_layer.redrives import RedriveJobs
 from shop.console.settings import ConsoleSettings
 from shop.web.guards import BodyLimit
@@ -29,6 +31,7 @@ def create_app(settings: ConsoleSettings, sources: Sources) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         yield
+        logins.checks.close()
         await redrives.close()
         for close in sources.close:
             await close()
@@ -47,9 +50,16 @@ def create_app(settings: ConsoleSettings, sources: Sources) -> FastAPI:
     app.state.sources = sources
     app.state.registry = registry
     app.state.redrives = redrives
-    app.state.login_throttle = LoginThrottle(
-        max_failures=settings.login_max_failures, window=settings.login_failure_window_seconds
+    logins = Logins(
+        user=settings.admin_user,
+        password_hash=settings.password_hash,
+        throttle=LoginThrottle(
+            max_failures=settings.login_max_failures,
+            window=settings.login_failure_window_seconds,
+        ),
+        checks=PasswordChecks(settings.login_concurrent_checks),
     )
+    app.state.logins = logins
     for router in (
         auth.router,
         orders.router,

@@ -8,21 +8,26 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import RedirectResponse
 from starlette.responses import Response
 
-from shop.console.api.dependencies import CsrfChecked, Settings, Throttle
+from shop.console.api.dependencies import AdminLogins, CsrfChecked
 from shop.console.api.rendering import render
 from shop.console.api.security import (
-    credentials_match,
     current_user,
     flash,
     log_in,
     log_out,
     safe_next,
 )
+from shop.console.service_layer.logins import Busy, LoggedIn, Throttled, WrongCredentials
 
 router = APIRouter()
 
 WRONG_CREDENTIALS = "That user name and password do not match. Try again."
 TOO_MANY_TRIES = "Too many failed logins from your address. Try again in {} seconds."
+BUSY = "The console is checking other logins. Try again in {} seconds."
+OUTDATED_HASH = (
+    "The configured password hash is in the earlier scrypt format. Set "
+    "SHOP_CONSOLE_ADMIN_PASSWORD_HASH to what `python -m shop.console hash-password` prints."
+)
 
 
 @router.get("/login")
@@ -39,34 +44,38 @@ async def login(
     request: Request,
     _: CsrfChecked,
     *,
-    settings: Settings,
-    throttle: Throttle,
+    logins: AdminLogins,
     username: Annotated[str, Form(max_length=200)] = "",
     password: Annotated[str, Form(max_length=2048)] = "",
     next_page: Annotated[str, Form(alias="next", max_length=500)] = "/",
 ) -> Response:
-    # By address and name together: behind a port-forward every operator comes from one
-    # address, and one's mistakes must not lock the others out.
-    client = f"{request.client.host if request.client else 'unknown'} {username}"
-    wait = throttle.wait_before_next_try(client)
-    if wait:
-        # Refused before the password is even hashed: a guess costs the guesser, not us.
-        return _refused(
-            request,
-            next_page,
-            username,
-            status_code=429,
-            error=TOO_MANY_TRIES.format(wait),
-            retry_after=wait,
-        )
-    # Counted as a failure before the hash is checked, so that guesses sent all at once
-    # are counted as they arrive, not after every one of them was let through.
-    throttle.failed(client)
-    if not await credentials_match(settings, username, password):
-        return _refused(request, next_page, username, status_code=401, error=WRONG_CREDENTIALS)
-    throttle.succeeded(client)
-    log_in(request, username)
-    return RedirectResponse(safe_next(next_page), status_code=303)
+    address = request.client.host if request.client else "unknown"
+    match await logins.attempt(address, username, password):
+        case Throttled(retry_after=wait):
+            return _refused(
+                request,
+                next_page,
+                username,
+                status_code=429,
+                error=TOO_MANY_TRIES.format(wait),
+                retry_after=wait,
+            )
+        case Busy(retry_after=wait):
+            return _refused(
+                request,
+                next_page,
+                username,
+                status_code=503,
+                error=BUSY.format(wait),
+                retry_after=wait,
+            )
+        case WrongCredentials():
+            return _refused(request, next_page, username, status_code=401, error=WRONG_CREDENTIALS)
+        case LoggedIn(replaced_outdated_hash=outdated):
+            log_in(request, username)
+            if outdated:
+                flash(request, "error", OUTDATED_HASH)
+            return RedirectResponse(safe_next(next_page), status_code=303)
 
 
 def _refused(

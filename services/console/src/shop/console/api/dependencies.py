@@ -10,8 +10,8 @@ from typing import Annotated
 from fastapi import Depends, Form, Path, Query, Request
 
 from shop.console.api.security import check_csrf, require_user
-from shop.console.domain.throttle import LoginThrottle
 from shop.console.ports import Documents, Operations, OrderDirectory, Sources
+from shop.console.service_layer.logins import Logins
 from shop.console.service_layer.redrives import RedriveJobs
 from shop.console.settings import ConsoleSettings
 
@@ -38,9 +38,9 @@ async def _documents(request: Request) -> Documents:
     return (await _sources(request)).documents
 
 
-async def _login_throttle(request: Request) -> LoginThrottle:
-    throttle: LoginThrottle = request.app.state.login_throttle
-    return throttle
+async def _logins(request: Request) -> Logins:
+    logins: Logins = request.app.state.logins
+    return logins
 
 
 async def _redrives(request: Request) -> RedriveJobs:
@@ -56,7 +56,7 @@ Settings = Annotated[ConsoleSettings, Depends(_settings)]
 Orders = Annotated[OrderDirectory, Depends(_orders)]
 Ops = Annotated[Operations, Depends(_operations)]
 AsyncApiDocuments = Annotated[Documents, Depends(_documents)]
-Throttle = Annotated[LoginThrottle, Depends(_login_throttle)]
+AdminLogins = Annotated[Logins, Depends(_logins)]
 Redrives = Annotated[RedriveJobs, Depends(_redrives)]
 
 User = Annotated[str, Depends(_user)]

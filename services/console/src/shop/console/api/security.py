@@ -8,7 +8,6 @@ the session's token is refused with 403, the login and logout forms included.
 
 from __future__ import annotations
 
-import asyncio
 import hmac
 import secrets
 from typing import Final
@@ -16,14 +15,10 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from fastapi import Request
 
-from shop.console.settings import ConsoleSettings
-
 USER: Final = "user"
 CSRF: Final = "csrf"
 FLASH: Final = "flash"
 CSRF_FIELD: Final = "csrf_token"
-MAX_PASSWORD_LENGTH: Final = 1024
-"""Longer is refused before hashing, so that a huge password costs the server nothing."""
 
 
 class LoginRequired(Exception):
@@ -78,17 +73,6 @@ def require_user(request: Request) -> str:
         back_to = path + (f"?{request.url.query}" if request.url.query else "")
         raise LoginRequired(back_to)
     return user
-
-
-async def credentials_match(settings: ConsoleSettings, user: str, password: str) -> bool:
-    """Whether ``user`` and ``password`` are the admin's. Both are always checked, so the
-    answer takes as long for a wrong user as for a wrong password; the hash runs in a
-    thread, off the event loop."""
-    if len(password) > MAX_PASSWORD_LENGTH:
-        return False
-    user_matches = hmac.compare_digest(user.encode(), settings.admin_user.encode())
-    password_matches = await asyncio.to_thread(settings.password_hash.matches, password)
-    return user_matches and password_matches
 
 
 def log_in(request: Request, user: str) -> None:

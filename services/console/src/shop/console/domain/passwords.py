@@ -1,8 +1,11 @@
-"""The admin's password, kept as a salted scrypt hash and checked in constant time.
+"""The admin's password, kept as a salted argon2id hash (argon2-cffi, OWASP's parameters) and
+checked in constant time.
 
-A hash reads ``scrypt$<n>$<r>$<p>$<salt>$<digest>`` (salt and digest in URL-safe base64),
-so that its cost travels with it and a stronger one can be chosen later without breaking
-the hashes already configured.
+A hash is the PHC string argon2 itself writes, ``$argon2id$v=19$m=…,t=…,p=…$<salt>$<digest>``,
+so that its cost travels with it. The scrypt hashes the console made before
+(``scrypt$<n>$<r>$<p>$<salt>$<digest>``, n = 2^14, below what OWASP asks) still verify, and
+say that they are :attr:`~ScryptHash.outdated`: the login replaces one with an argon2id hash of
+the password it just checked (:mod:`shop.console.service_layer.logins`).
 """
 
 from __future__ import annotations
@@ -14,19 +17,104 @@ import secrets
 from dataclasses import dataclass
 from typing import Final
 
+from argon2 import PasswordHasher, Type, extract_parameters
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
 from shop.console.domain.errors import MalformedPasswordHash
 
-SCHEME: Final = "scrypt"
-COST: Final = 2**14
-"""scrypt's n: about 16 MiB and a few tens of milliseconds a check on a server core."""
-BLOCK_SIZE: Final = 8
-PARALLELISM: Final = 1
+ARGON2ID_PREFIX: Final = "$argon2id$"
+SCRYPT_PREFIX: Final = "scrypt$"
+FORMAT: Final = (
+    "expected an argon2id hash ($argon2id$v=19$m=…,t=…,p=…$salt$digest), as "
+    "`python -m shop.console hash-password` prints it"
+)
 SALT_BYTES: Final = 16
 DIGEST_BYTES: Final = 32
+MAX_MEMORY_BYTES: Final = 256 * 1024 * 1024
+"""The most memory a configured hash may ask of one check: the console's pod has 512 MiB,
+and runs a few checks at once."""
 
 
 @dataclass(frozen=True, slots=True)
-class PasswordHash:
+class Argon2Cost:
+    """What one hash costs: passes over memory, KiB of memory, lanes."""
+
+    time_cost: int
+    memory_kib: int
+    parallelism: int
+
+    def __post_init__(self) -> None:
+        if self.time_cost < 1 or self.parallelism < 1:
+            raise ValueError("argon2's time cost and parallelism must be positive")
+        if self.memory_kib < 8 * self.parallelism:
+            raise ValueError("argon2 needs at least 8 KiB of memory per lane")
+
+    def hasher(self) -> PasswordHasher:
+        return PasswordHasher(
+            time_cost=self.time_cost,
+            memory_cost=self.memory_kib,
+            parallelism=self.parallelism,
+            hash_len=DIGEST_BYTES,
+            salt_len=SALT_BYTES,
+            type=Type.ID,
+        )
+
+
+OWASP: Final = Argon2Cost(time_cost=2, memory_kib=19 * 1024, parallelism=1)
+"""OWASP's first argon2id configuration (Password Storage Cheat Sheet): 19 MiB and two passes,
+a few tens of milliseconds a check on a server core."""
+_VERIFIER: Final = OWASP.hasher()
+"""Verifies with the parameters written in each hash, whatever its own are."""
+
+
+@dataclass(frozen=True, slots=True)
+class Argon2idHash:
+    encoded: str
+
+    @classmethod
+    def parse(cls, text: str) -> Argon2idHash:
+        text = text.strip()
+        try:
+            parameters = extract_parameters(text)
+        except InvalidHashError as error:
+            raise MalformedPasswordHash(f"unreadable argon2id hash: {FORMAT}") from error
+        if parameters.type is not Type.ID:
+            raise MalformedPasswordHash(FORMAT)
+        if parameters.salt_len < 8 or parameters.hash_len < 16:
+            raise MalformedPasswordHash("the salt or the digest is too short")
+        if parameters.memory_cost * 1024 > MAX_MEMORY_BYTES:
+            raise MalformedPasswordHash("the hash asks for more than 256 MiB a check")
+        hashed = cls(text)
+        # The parameters above are read without decoding the salt and digest; argon2 decodes
+        # them only when it verifies. Verify once now, so that a hash it cannot decode is
+        # refused at start-up, not answered with an error at the first login.
+        try:
+            hashed.matches("")
+        except VerificationError as error:
+            raise MalformedPasswordHash(f"unreadable argon2id hash: {error}") from error
+        return hashed
+
+    def __str__(self) -> str:
+        return self.encoded
+
+    @property
+    def outdated(self) -> bool:
+        """An argon2id hash keeps its own cost: a stronger one is the operator's choice,
+        made with ``hash-password``."""
+        return False
+
+    def matches(self, password: str) -> bool:
+        """Whether ``password`` is the one hashed (argon2 compares in constant time)."""
+        try:
+            return _VERIFIER.verify(self.encoded, password)
+        except VerifyMismatchError:
+            return False
+
+
+@dataclass(frozen=True, slots=True)
+class ScryptHash:
+    """A hash in the console's earlier format, checked but no longer made."""
+
     n: int
     r: int
     p: int
@@ -40,15 +128,20 @@ class PasswordHash:
             raise MalformedPasswordHash("scrypt's r and p must be positive")
         if len(self.salt) < 8 or len(self.digest) < 16:
             raise MalformedPasswordHash("the salt or the digest is too short")
+        if self._memory_bytes > MAX_MEMORY_BYTES:
+            raise MalformedPasswordHash("the hash asks for more than 256 MiB a check")
+
+    @property
+    def _memory_bytes(self) -> int:
+        # What OpenSSL needs for these parameters (its default budget, 32 MiB, is too small
+        # for some).
+        return 128 * self.n * self.r * (self.p + 2)
 
     @classmethod
-    def parse(cls, text: str) -> PasswordHash:
+    def parse(cls, text: str) -> ScryptHash:
         parts = text.strip().split("$")
-        if len(parts) != 6 or parts[0] != SCHEME:
-            raise MalformedPasswordHash(
-                "expected scrypt$<n>$<r>$<p>$<salt>$<digest>, as "
-                "`python -m shop.console hash-password` prints it"
-            )
+        if len(parts) != 6 or parts[0] != SCRYPT_PREFIX.rstrip("$"):
+            raise MalformedPasswordHash(FORMAT)
         try:
             return cls(
                 n=int(parts[1]),
@@ -58,42 +151,56 @@ class PasswordHash:
                 digest=_decode(parts[5]),
             )
         except ValueError as error:
-            raise MalformedPasswordHash(f"unreadable hash: {error}") from error
+            raise MalformedPasswordHash(f"unreadable scrypt hash: {error}") from error
 
     def __str__(self) -> str:
-        return "$".join(
-            (
-                SCHEME,
-                str(self.n),
-                str(self.r),
-                str(self.p),
-                _encode(self.salt),
-                _encode(self.digest),
-            )
-        )
+        fields = ("scrypt", str(self.n), str(self.r), str(self.p))
+        return "$".join((*fields, _encode(self.salt), _encode(self.digest)))
+
+    @property
+    def outdated(self) -> bool:
+        """Always: the console makes argon2id hashes now (and the scrypt ones it made, at
+        n = 2^14, are below OWASP's 2^17)."""
+        return True
 
     def matches(self, password: str) -> bool:
         """Whether ``password`` is the one hashed; the comparison takes the same time
         wherever the digests differ."""
-        candidate = _scrypt(
-            password, self.salt, n=self.n, r=self.r, p=self.p, length=len(self.digest)
+        candidate = hashlib.scrypt(
+            password.encode(),
+            salt=self.salt,
+            n=self.n,
+            r=self.r,
+            p=self.p,
+            maxmem=self._memory_bytes,
+            dklen=len(self.digest),
         )
         return hmac.compare_digest(candidate, self.digest)
 
 
-def hash_password(password: str, *, salt: bytes | None = None, n: int = COST) -> PasswordHash:
-    """A fresh salted hash of ``password``."""
+PasswordHash = Argon2idHash | ScryptHash
+
+
+def parse_password_hash(text: str) -> PasswordHash:
+    """The hash ``text`` holds, in either format; :class:`MalformedPasswordHash` naming the
+    expected format otherwise."""
+    stripped = text.strip()
+    if stripped.startswith(ARGON2ID_PREFIX):
+        return Argon2idHash.parse(stripped)
+    if stripped.startswith(SCRYPT_PREFIX):
+        return ScryptHash.parse(stripped)
+    raise MalformedPasswordHash(FORMAT)
+
+
+def hash_password(
+    password: str, *, cost: Argon2Cost = OWASP, salt: bytes | None = None
+) -> Argon2idHash:
+    """A fresh salted argon2id hash of ``password`` (``salt`` given only to make a hash that
+    never changes, such as the development default)."""
     if not password:
         raise ValueError("the password is empty")
     salt = secrets.token_bytes(SALT_BYTES) if salt is None else salt
-    digest = _scrypt(password, salt, n=n, r=BLOCK_SIZE, p=PARALLELISM, length=DIGEST_BYTES)
-    return PasswordHash(n=n, r=BLOCK_SIZE, p=PARALLELISM, salt=salt, digest=digest)
-
-
-def _scrypt(password: str, salt: bytes, *, n: int, r: int, p: int, length: int) -> bytes:
-    # OpenSSL refuses scrypt above its default 32 MiB budget; allow what the cost needs.
-    budget = 128 * n * r * (p + 2)
-    return hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p, maxmem=budget, dklen=length)
+    return Argon2idHash(cost.hasher().hash(password, salt=salt))
 
 
 def _encode(raw: bytes) -> str:

@@ -1,13 +1,14 @@
-"""Failed logins, counted per client: after ``max_failures`` inside ``window`` seconds, that
-client must wait until its oldest failure leaves the window. One scrypt hash costs the
-console tens of milliseconds; without a limit, a script could try passwords as fast as the
-console can hash them.
+"""Failed logins, counted per client address: after ``max_failures`` inside ``window``
+seconds, that address must wait until its oldest failure leaves the window. One password
+check costs the console tens of milliseconds and about 19 MiB; without a limit, a script could
+try passwords as fast as the console can hash them.
 
-The console counts by client address and user name together: a count by name alone would
-let anyone lock the operators out by failing on purpose, and a count by address alone would
-lock out every operator behind one address (a port-forward, a proxy). Counted in the
-process's memory: the console runs one replica, and a restart forgetting the counts costs
-an attacker a restart per window.
+The count is by address alone, whatever user names the tries give: counted by address and
+name together, each new name would buy fresh tries. The console has one account, so a count
+by name as well would add nothing, and a count by name alone would let anyone, from anywhere,
+lock the operators out by failing on purpose. The price: operators behind one address (a
+port-forward) share its count. Counted in the process's memory: the console runs one replica,
+and a restart forgetting the counts costs an attacker a restart per window.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ so that addresses that never come back cannot fill the memory."""
 
 
 class LoginThrottle:
-    """Failures by client key (whatever string the caller makes of a client)."""
+    """Failures by client (the login gives its address)."""
 
     def __init__(
         self,

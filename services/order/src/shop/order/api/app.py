@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry
 
+from shop.messaging.tracing import EdgeTracerProvider
 from shop.order.api import health, orders, problems, products
 from shop.order.ports import Stores
 from shop.order.settings import OrderSettings
@@ -44,8 +45,9 @@ def create_app(settings: OrderSettings, stores: Stores) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
         generate_unique_id_function=_operation_id,
-        # A SERVER span per request once the process traces (shop.web.tracing).
-        telemetry=request_telemetry(),
+        # A SERVER span per request once the process traces (shop.web.tracing), starting
+        # a trace of its own: a caller's traceparent is linked, never continued.
+        telemetry={**request_telemetry(), "tracer_provider": EdgeTracerProvider()},
     )
     registry = CollectorRegistry()
     app.state.settings = settings

@@ -10,6 +10,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute
 from prometheus_client import CollectorRegistry
 
+from shop.messaging.tracing import EdgeTracerProvider
 from shop.payment.api import health, problems, webhooks
 from shop.payment.ports import WebhookStore
 from shop.payment.settings import Gateway, PaymentSettings
@@ -64,8 +65,9 @@ def create_app(
         version="1.0.0",
         description=DESCRIPTION,
         lifespan=lifespan,
-        # A SERVER span per request once the process traces (shop.web.tracing).
-        telemetry=request_telemetry(),
+        # A SERVER span per request once the process traces (shop.web.tracing), starting
+        # a trace of its own: a caller's traceparent is linked, never continued.
+        telemetry={**request_telemetry(), "tracer_provider": EdgeTracerProvider()},
     )
     registry = CollectorRegistry()
     app.state.settings = settings
