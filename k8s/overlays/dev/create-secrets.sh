@@ -38,6 +38,29 @@ $kubectl create secret generic payment-service-secrets \
 $kubectl create secret generic notification-service-secrets \
     --from-literal=database-url="$(url shop_notification "$notification" shop_notification)"
 $kubectl create secret generic operator-token --from-literal=token="$(random)"
+
+# The bus: a login per service (and the console), as Strimzi's User Operator makes them in
+# production (a Secret named after the principal, key `password`), and a private CA whose
+# certificate the clients check the broker's against (kafka-cluster-ca) and which signed
+# the broker's (kafka-tls: its key and certificate in one PEM file). Made in a folder
+# removed on exit: the keys never stay on this machine.
+$kubectl create secret generic order-service --from-literal=password="$(random)"
+$kubectl create secret generic payment-service --from-literal=password="$(random)"
+$kubectl create secret generic notification-service --from-literal=password="$(random)"
+$kubectl create secret generic console --from-literal=password="$(random)"
+tls=$(mktemp -d)
+trap 'rm -rf "$tls"' EXIT
+broker="kafka.$namespace.svc.cluster.local"
+openssl req -x509 -newkey rsa:3072 -nodes -days 825 -subj "/CN=shop-dev kafka CA" \
+    -keyout "$tls/ca.key" -out "$tls/ca.crt" 2>/dev/null
+openssl req -newkey rsa:3072 -nodes -subj "/CN=$broker" \
+    -keyout "$tls/broker.key" -out "$tls/broker.csr" 2>/dev/null
+printf 'subjectAltName=DNS:%s,DNS:kafka\n' "$broker" >"$tls/san.ext"
+openssl x509 -req -in "$tls/broker.csr" -CA "$tls/ca.crt" -CAkey "$tls/ca.key" \
+    -CAcreateserial -days 825 -extfile "$tls/san.ext" -out "$tls/broker.crt" 2>/dev/null
+cat "$tls/broker.key" "$tls/broker.crt" >"$tls/keystore.pem"
+$kubectl create secret generic kafka-cluster-ca --from-file=ca.crt="$tls/ca.crt"
+$kubectl create secret generic kafka-tls --from-file=keystore.pem="$tls/keystore.pem"
 $kubectl create secret generic console-secrets \
     --from-literal=admin-password-hash="$console_hash" \
     --from-literal=session-secret="$(random)"
