@@ -17,6 +17,9 @@ from .shop_k8s import Running, shop_containers
 ORDER_DB = SecretKey("order-service-secrets", "database-url")
 PAYMENT_DB = SecretKey("payment-service-secrets", "database-url")
 NOTIFICATION_DB = SecretKey("notification-service-secrets", "database-url")
+ORDER_OWNER = SecretKey("order-service-secrets", "migration-database-url")
+PAYMENT_OWNER = SecretKey("payment-service-secrets", "migration-database-url")
+NOTIFICATION_OWNER = SecretKey("notification-service-secrets", "migration-database-url")
 OPERATOR_TOKEN = SecretKey("operator-token", "token")
 JWT = SecretKey("order-service-secrets", "jwt-secret")
 WEBHOOK_SECRETS = SecretKey("payment-service-secrets", "webhook-secrets")
@@ -24,18 +27,19 @@ MIDTRANS_KEY = SecretKey("payment-service-secrets", "midtrans-server-key")
 GATEWAY_KEY = SecretKey("payment-service-secrets", "shop-gateway-api-key")
 
 USES: dict[str, set[SecretKey]] = {
-    "order-migrate": {ORDER_DB},
+    # The migrations change the schema: the owner role's URL; the rest only rows.
+    "order-migrate": {ORDER_OWNER},
     "order-seed": {ORDER_DB},
     # Checks the customers' tokens.
     "order-api": {ORDER_DB, JWT},
     # Its internal API (/internal/v1 on the health port) takes the operator's token.
     "order-worker": {ORDER_DB, OPERATOR_TOKEN},
-    "payment-migrate": {PAYMENT_DB},
+    "payment-migrate": {PAYMENT_OWNER},
     # Checks the webhooks' signatures: the shop format's secrets, Midtrans' server key.
     "payment-api": {PAYMENT_DB, WEBHOOK_SECRETS, MIDTRANS_KEY},
     # Calls the gateways' status and refund APIs.
     "payment-worker": {PAYMENT_DB, OPERATOR_TOKEN, MIDTRANS_KEY, GATEWAY_KEY},
-    "notification-migrate": {NOTIFICATION_DB},
+    "notification-migrate": {NOTIFICATION_OWNER},
     "notification-worker": {
         NOTIFICATION_DB,
         OPERATOR_TOKEN,
@@ -49,6 +53,8 @@ USES: dict[str, set[SecretKey]] = {
     },
 }
 """What each process kind uses (container names; the dev overlay's order-seed too)."""
+
+OWNER_URLS = {ORDER_OWNER, PAYMENT_OWNER, NOTIFICATION_OWNER}
 
 SETTINGS_DEMAND: dict[str, set[SecretKey]] = {
     "order-migrate": {OPERATOR_TOKEN, JWT},
@@ -150,3 +156,23 @@ def test_the_settings_still_demand_each_secret_a_process_gets_without_using_it(
 @pytest.mark.parametrize("kind", sorted(SETTINGS_DEMAND))
 def test_every_demanded_secret_names_a_process_kind_there_is(kind: str) -> None:
     assert kind in USES
+
+
+def database_roles(objects: list[Manifest]) -> dict[str, str]:
+    """Whose role each process reaches its database as: the owner's (the schema) or the
+    app's (rows only)."""
+    return {
+        running.name: "owner" if value in OWNER_URLS else "app"
+        for running in shop_containers(objects)
+        for name, value in running.env.items()
+        if name.endswith("_DATABASE_URL")
+    }
+
+
+def test_only_the_migrations_reach_the_database_as_its_owner(objects: list[Manifest]) -> None:
+    roles = database_roles(objects)
+
+    assert roles
+    assert {name for name, role in roles.items() if role == "owner"} == {
+        name for name in roles if name.endswith("-migrate")
+    }

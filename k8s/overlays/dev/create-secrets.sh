@@ -19,24 +19,32 @@ fi
 random() { python3 -c 'import secrets; print(secrets.token_urlsafe(32))'; }
 
 superuser=$(random); order=$(random); payment=$(random); notification=$(random)
+order_app=$(random); payment_app=$(random); notification_app=$(random)
 console_password=$(random)
 console_hash=$(printf '%s\n' "$console_password" | .venv/bin/python -m shop.console hash-password --stdin)
 
 url() { echo "postgresql://$1:$2@postgres:5432/$3"; }
 
+# Each service's owner role (its migrations) and its app role (its APIs and workers: rows
+# only), as infra/grant-app-roles.sh makes them.
 $kubectl create secret generic postgres-passwords \
     --from-literal=superuser="$superuser" --from-literal=order="$order" \
-    --from-literal=payment="$payment" --from-literal=notification="$notification"
+    --from-literal=payment="$payment" --from-literal=notification="$notification" \
+    --from-literal=order-app="$order_app" --from-literal=payment-app="$payment_app" \
+    --from-literal=notification-app="$notification_app"
 $kubectl create secret generic order-service-secrets \
-    --from-literal=database-url="$(url shop_order "$order" shop_order)" \
+    --from-literal=database-url="$(url shop_order_app "$order_app" shop_order)" \
+    --from-literal=migration-database-url="$(url shop_order "$order" shop_order)" \
     --from-literal=jwt-secret="$(random)"
 $kubectl create secret generic payment-service-secrets \
-    --from-literal=database-url="$(url shop_payment "$payment" shop_payment)" \
+    --from-literal=database-url="$(url shop_payment_app "$payment_app" shop_payment)" \
+    --from-literal=migration-database-url="$(url shop_payment "$payment" shop_payment)" \
     --from-literal=webhook-secrets="[\"whsec_$(random)\"]" \
     --from-literal=midtrans-server-key="$(random)" \
     --from-literal=shop-gateway-api-key="$(random)"
 $kubectl create secret generic notification-service-secrets \
-    --from-literal=database-url="$(url shop_notification "$notification" shop_notification)"
+    --from-literal=database-url="$(url shop_notification_app "$notification_app" shop_notification)" \
+    --from-literal=migration-database-url="$(url shop_notification "$notification" shop_notification)"
 $kubectl create secret generic operator-token --from-literal=token="$(random)"
 
 # The bus: a login per service (and the console), as Strimzi's User Operator makes them in
