@@ -7,7 +7,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, Final, Literal, Self
 
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from shop.messaging.breaker import BreakerSettings
 
@@ -58,6 +58,9 @@ _TLS: Final = ("SSL", "SASL_SSL")
 
 
 class KafkaSettings(BaseModel):
+    # A refused value is never echoed: the login's password is among them.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
     bootstrap_servers: str = "127.0.0.1:9092"
     security_protocol: KafkaSecurityProtocol = "PLAINTEXT"
     """``SASL_SSL`` (a SCRAM login over TLS) or ``SSL`` with a client certificate (mutual
