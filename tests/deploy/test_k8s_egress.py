@@ -209,7 +209,9 @@ def egress_problems(objects: list[Manifest]) -> list[str]:
             if not any(rule_allows(rule, destination, inside) for rule in rules):
                 problems.append(f"{name}: cannot reach its {destination.purpose} {destination}")
         for rule in rules:
-            if not _is_dns(rule) and not any(rule_allows(rule, d, t) for d, t in wanted):
+            if not rule.get("ports"):
+                problems.append(f"{name}: may reach {rule} on every port")
+            elif not _is_dns(rule) and not any(rule_allows(rule, d, t) for d, t in wanted):
                 problems.append(f"{name}: may reach {rule}, which none of its processes uses")
     return problems
 
@@ -249,7 +251,7 @@ def test_a_pod_left_without_a_way_out_or_let_out_anywhere_is_caught(
     problems = egress_problems(changed)
 
     assert any(p.startswith("order-worker: cannot reach its bus") for p in problems)
-    assert any(p.startswith("order-api: may reach {}") for p in problems)
+    assert "order-api: may reach {} on every port" in problems
 
 
 def test_without_a_default_deny_the_egress_is_open_and_caught(objects: list[Manifest]) -> None:
