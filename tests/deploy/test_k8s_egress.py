@@ -173,6 +173,16 @@ def _peer_allows(peer: dict[str, Any], destination: Destination, inside: Target 
     return inside is not None and all(selects(peer["podSelector"], labels(p)) for p in inside.pods)
 
 
+def _secret_host_target(
+    objects: list[Manifest], rule: dict[str, Any], destination: Destination
+) -> Target | None:
+    """For a host only a Secret names: the pods of the namespace the rule's peers select,
+    should the host be theirs (a named port can only be read on them)."""
+    selectors = [peer["podSelector"] for peer in rule.get("to", []) if set(peer) == {"podSelector"}]
+    pods = tuple(w for w in workloads(objects) if any(selects(sel, labels(w)) for sel in selectors))
+    return Target(pods, destination.port) if pods else None
+
+
 def rule_allows(rule: dict[str, Any], destination: Destination, inside: Target | None) -> bool:
     port = inside.port if inside is not None else destination.port
     ports = rule.get("ports") or [{}]
@@ -204,14 +214,21 @@ def egress_problems(objects: list[Manifest]) -> list[str]:
         if not any(_is_dns(rule) for rule in rules):
             problems.append(f"{name}: cannot resolve names")
         used = {d for r in processes if r.workload is workload for d in destinations(r)}
-        wanted = [(d, target(objects, d)) for d in sorted(used, key=repr)]
-        for destination, inside in wanted:
-            if not any(rule_allows(rule, destination, inside) for rule in rules):
+        wanted = sorted(used, key=repr)
+
+        def allows(rule: dict[str, Any], destination: Destination) -> bool:
+            inside = target(objects, destination)
+            if destination.host is None:
+                inside = _secret_host_target(objects, rule, destination)
+            return rule_allows(rule, destination, inside)
+
+        for destination in wanted:
+            if not any(allows(rule, destination) for rule in rules):
                 problems.append(f"{name}: cannot reach its {destination.purpose} {destination}")
         for rule in rules:
             if not rule.get("ports"):
                 problems.append(f"{name}: may reach {rule} on every port")
-            elif not _is_dns(rule) and not any(rule_allows(rule, d, t) for d, t in wanted):
+            elif not _is_dns(rule) and not any(allows(rule, d) for d in wanted):
                 problems.append(f"{name}: may reach {rule}, which none of its processes uses")
     return problems
 
