@@ -1,22 +1,34 @@
 """How the Kafka transport authenticates: settings that could never connect are refused
 anywhere, production refuses a bus that does not know who its clients are, and the
-settings become the one security object every client of the process is given."""
+settings become the one security object every client of the process is given.
+
+Checked offline: the Tansu broker of the tests cannot serve SCRAM logins (its users are
+made through an unauthenticated broker and live in memory storage, which a restart with
+``--authentication`` loses) nor TLS (its ``--cert`` and ``--key`` refuse each other). So the
+clients are shown to open with TLS against a listener that only reads their first byte."""
 
 from __future__ import annotations
 
+import asyncio
 import ssl
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 import trustme
+from aiokafka.errors import KafkaError
+from faststream.kafka import KafkaBroker
 from faststream.security import BaseSecurity, SASLScram256, SASLScram512
 from pydantic import SecretStr, ValidationError
 
 from shop.messaging.errors import MessagingError
 from shop.messaging.settings import KafkaSettings, MessagingSettings
+from shop.messaging.transports.kafka.client import _idempotence_accepted, _started_broker
 from shop.messaging.transports.kafka.security import broker_security, client_options
+from shop.messaging.transports.kafka.underneath import FastStreamLog, one_off_consumer
 
 PASSWORD = "s" * 32
+TLS_HANDSHAKE = b"\x16"
 
 
 def scram(protocol: str = "SASL_SSL", **more: object) -> KafkaSettings:
@@ -182,3 +194,83 @@ def test_a_client_key_that_does_not_match_its_certificate_stops_the_start(
 
     with pytest.raises(MessagingError, match="cannot use the Kafka TLS files"):
         broker_security(settings)
+
+
+# -- every client the transport builds -------------------------------------------------
+
+
+class FirstBytes:
+    """A listener that keeps the first byte of each connection, then hangs up: a TLS
+    client opens with a handshake record (0x16), a plaintext Kafka client with the length
+    of its first request (0x00)."""
+
+    def __init__(self) -> None:
+        self.first: list[bytes] = []
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> FirstBytes:
+        self._server = await asyncio.start_server(self._keep, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    @property
+    def address(self) -> str:
+        assert self._server is not None
+        host, port = self._server.sockets[0].getsockname()[:2]
+        return f"{host}:{port}"
+
+    async def _keep(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.first.append(await reader.read(1))
+        writer.close()
+
+
+async def first_bytes_of_every_client(settings: KafkaSettings) -> dict[str, set[bytes]]:
+    """What each client the transport builds sends first to the brokers: the idempotence
+    probe, the broker's producer, and the consumers the broker builds (the dead letters'
+    reader among them); each fails, the listener being no broker."""
+    found: dict[str, set[bytes]] = {}
+    security = broker_security(settings)
+    async with FirstBytes() as listener:
+        settings = settings.model_copy(update={"bootstrap_servers": listener.address})
+
+        async def attempt(name: str, connect: Callable[[], Awaitable[object]]) -> None:
+            before = len(listener.first)
+            with pytest.raises(KafkaError):
+                await connect()
+            found[name] = set(listener.first[before:])
+
+        await attempt("probe", lambda: _idempotence_accepted(settings, security))
+        await attempt(
+            "broker",
+            lambda: _started_broker(settings, FastStreamLog(), idempotent=False, security=security),
+        )
+        broker = KafkaBroker(settings.bootstrap_servers, security=security)
+        reader = one_off_consumer(broker, client_id="shop")
+        try:
+            await attempt("consumer", reader.start)
+        finally:
+            await reader.stop()
+    return found
+
+
+async def test_every_client_the_transport_builds_opens_with_tls(
+    tls_files: dict[str, Path],
+) -> None:
+    settings = scram(ssl_cafile=tls_files["ssl_cafile"], request_timeout_ms=1_000)
+
+    assert await first_bytes_of_every_client(settings) == {
+        "probe": {TLS_HANDSHAKE},
+        "broker": {TLS_HANDSHAKE},
+        "consumer": {TLS_HANDSHAKE},
+    }
+
+
+async def test_on_plaintext_no_client_opens_with_tls() -> None:
+    found = await first_bytes_of_every_client(KafkaSettings(request_timeout_ms=1_000))
+
+    assert set(found) == {"probe", "broker", "consumer"}
+    assert all(first and TLS_HANDSHAKE not in first for first in found.values())

@@ -48,7 +48,7 @@ def _ssl_context(settings: KafkaSettings) -> ssl.SSLContext:
     # aiokafka's helper: the system's trust store unless a CA is named, hostname checks on.
     key_password = settings.ssl_key_password
     try:
-        return create_ssl_context(
+        context: ssl.SSLContext = create_ssl_context(
             cafile=None if settings.ssl_cafile is None else str(settings.ssl_cafile),
             certfile=None if settings.ssl_certfile is None else str(settings.ssl_certfile),
             keyfile=None if settings.ssl_keyfile is None else str(settings.ssl_keyfile),
@@ -56,3 +56,4 @@ def _ssl_context(settings: KafkaSettings) -> ssl.SSLContext:
         )
     except (OSError, ssl.SSLError) as error:
         raise MessagingError(f"cannot use the Kafka TLS files: {error}") from error
+    return context
