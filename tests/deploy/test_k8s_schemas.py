@@ -1,6 +1,7 @@
 """Every overlay builds, and every object it makes is one the API server would take: the
 Kubernetes kinds by the schemas of a named release (kubernetes-validate, strict: no field
-the API does not have), KEDA's kinds by KEDA's own CRDs (schemas/keda)."""
+the API does not have), KEDA's and Strimzi's kinds by their own CRDs (schemas/keda,
+schemas/strimzi)."""
 
 from __future__ import annotations
 
@@ -19,15 +20,16 @@ from kubernetes_validate import utils as kubernetes  # type: ignore[import-untyp
 
 from .manifests import Manifest, build, named
 from .repository import K8S_DIR, KUBERNETES_VERSION, SCHEMAS_DIR, overlays
+from .shop_k8s import overlay_objects
 
-CRD_DIR = SCHEMAS_DIR / "keda"
+CRD_DIRS = (SCHEMAS_DIR / "keda", SCHEMAS_DIR / "strimzi")
 
 
 @functools.cache
 def crd_schemas() -> dict[tuple[str, str], dict[str, Any]]:
     """(apiVersion, kind) → the openAPIV3Schema of each vendored CRD's versions."""
     schemas: dict[tuple[str, str], dict[str, Any]] = {}
-    for path in sorted(CRD_DIR.glob("*.yaml")):
+    for path in sorted(path for folder in CRD_DIRS for path in folder.glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())
         group, kind = crd["spec"]["group"], crd["spec"]["names"]["kind"]
         for version in crd["spec"]["versions"]:
@@ -89,7 +91,7 @@ def test_an_overlay_that_names_a_missing_file_does_not_build(tmp_path: Path) -> 
         build(kustomization.parent)
 
 
-def test_every_object_is_valid_for_kubernetes_and_keda(objects: list[Manifest]) -> None:
+def test_every_object_is_valid_for_kubernetes_keda_and_strimzi(objects: list[Manifest]) -> None:
     assert [error for item in objects for error in schema_errors(item)] == []
 
 
@@ -98,6 +100,18 @@ def test_the_keda_objects_are_checked_by_keda_s_schemas(objects: list[Manifest])
 
     assert "ScaledObject" in kinds
     assert {kind for _, kind in crd_schemas()} >= kinds
+
+
+def test_the_kafka_users_are_checked_by_strimzi_s_schema() -> None:
+    user = named(overlay_objects("prod"), "KafkaUser", "order-service")
+    broken = copy.deepcopy(user)
+    broken["spec"]["authorization"]["acls"][0]["operations"] = ["Reed"]
+    broken["spec"]["authentication"]["typ"] = "scram-sha-512"
+
+    assert schema_errors(user) == []
+    errors = schema_errors(broken)
+    assert any("Reed" in error for error in errors)
+    assert any("typ" in error for error in errors)
 
 
 def test_a_misspelt_kubernetes_field_is_caught(objects: list[Manifest]) -> None:

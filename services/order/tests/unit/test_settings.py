@@ -10,12 +10,21 @@ from typing import Any
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from shop.messaging import MessagingSettings
+from shop.messaging import KafkaSettings, MessagingSettings
 from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
 from shop.order.settings import DEVELOPMENT_JWT_SECRET, OrderSettings
 from shop.simulators.identity import DEVELOPMENT_SIGNING_KEY
 
-DEPLOYABLE = MessagingSettings(transport="kafka", namespace="prod")
+# On Kafka, production takes a login over TLS only (PLAINTEXT is refused).
+DEPLOYABLE = MessagingSettings(
+    transport="kafka",
+    namespace="prod",
+    kafka=KafkaSettings(
+        security_protocol="SASL_SSL",
+        sasl_username="order-service",
+        sasl_password=SecretStr("r3al-scram-password-of-production-0123"),
+    ),
+)
 REAL_SECRET = "r3al-jwt-key-of-production-0123456789"
 PRODUCTION: dict[str, Any] = {
     "environment": "production",

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr, ValidationError
 
-from shop.messaging import MessagingSettings
+from shop.messaging import KafkaSettings, MessagingSettings
 from shop.payment.settings import (
     DEVELOPMENT_MIDTRANS_SERVER_KEY,
     DEVELOPMENT_SHOP_GATEWAY_API_KEY,
@@ -27,7 +27,16 @@ PRODUCTION: dict[str, Any] = {
     "shop_gateway_api_key": SecretStr("gwkey_r3al-key-of-production-0123456789"),
     "midtrans_server_key": SecretStr("Mid-server-r3alKeyOfProduction0123"),
     "midtrans_api_url": "https://api.midtrans.com",
-    "messaging": MessagingSettings(transport="kafka", namespace="prod"),
+    # On Kafka, production takes a login over TLS only (PLAINTEXT is refused).
+    "messaging": MessagingSettings(
+        transport="kafka",
+        namespace="prod",
+        kafka=KafkaSettings(
+            security_protocol="SASL_SSL",
+            sasl_username="payment-service",
+            sasl_password=SecretStr("r3al-scram-password-of-production-0123"),
+        ),
+    ),
     "operator_token": SecretStr("r3al-operator-token-of-production-0123"),
 }
 

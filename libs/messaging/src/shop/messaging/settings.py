@@ -4,9 +4,10 @@ pydantic-settings class holds a :class:`MessagingSettings` and passes it in."""
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any, Final, Literal
+from pathlib import Path
+from typing import Any, Final, Literal, Self
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
 from shop.messaging.breaker import BreakerSettings
 
@@ -47,8 +48,38 @@ def require_environment(data: Any, variable: str) -> Any:
     return data
 
 
+KafkaSecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+"""Kafka's names for how a client reaches the brokers: with or without TLS, with or without
+a SASL login."""
+ScramMechanism = Literal["SCRAM-SHA-512", "SCRAM-SHA-256"]
+
+_SASL: Final = ("SASL_PLAINTEXT", "SASL_SSL")
+_TLS: Final = ("SSL", "SASL_SSL")
+
+
 class KafkaSettings(BaseModel):
+    # A refused value is never echoed: the login's password is among them.
+    model_config = ConfigDict(hide_input_in_errors=True)
+
     bootstrap_servers: str = "127.0.0.1:9092"
+    security_protocol: KafkaSecurityProtocol = "PLAINTEXT"
+    """``SASL_SSL`` (a SCRAM login over TLS) or ``SSL`` with a client certificate (mutual
+    TLS, the certificate's subject is the principal) in production, which refuses the
+    other two: over ``PLAINTEXT`` anyone who reaches a broker may write any topic (a
+    ``payment.received`` marks an order paid), and ``SASL_PLAINTEXT`` sends the login and
+    every message in the clear. ``PLAINTEXT`` is for one developer's machine and the tests."""
+    sasl_mechanism: ScramMechanism = "SCRAM-SHA-512"
+    sasl_username: str | None = None
+    """The service's principal on the bus (its ``KafkaUser``): required with SASL."""
+    sasl_password: SecretStr | None = None
+    ssl_cafile: Path | None = None
+    """PEM file of the CA the brokers' certificates are checked against; unset, the
+    system's trust store (a cluster with a private CA, as Strimzi's, needs it set)."""
+    ssl_certfile: Path | None = None
+    """PEM file of this client's certificate (mutual TLS), with ``ssl_keyfile``."""
+    ssl_keyfile: Path | None = None
+    ssl_key_password: SecretStr | None = None
+    """The passphrase of ``ssl_keyfile``, when it is encrypted."""
     partitions: int = Field(default=6, ge=1)
     """Partitions of each topic this library creates (existing topics are left alone)."""
     replication_factor: int = Field(default=1, ge=1)
@@ -68,6 +99,54 @@ class KafkaSettings(BaseModel):
     max_request_size: int = Field(default=1024 * 1024, ge=64 * 1024)
     """Largest record the producer sends (the broker's ``message.max.bytes`` must allow
     it); a dead letter larger than this is kept as a prefix, its size and its digest."""
+
+    @model_validator(mode="after")
+    def security_is_complete(self) -> Self:
+        """Refuse, anywhere, a security setting that could never connect: a SASL protocol
+        without its login, a certificate without its key (or the other way round), TLS
+        files with a protocol that uses no TLS."""
+        problems = []
+        if self.security_protocol in _SASL and not (self.sasl_username and self.sasl_password):
+            problems.append(f"{self.security_protocol} needs sasl_username and sasl_password")
+        if (self.ssl_certfile is None) != (self.ssl_keyfile is None):
+            problems.append("ssl_certfile and ssl_keyfile go together")
+        tls_files = (self.ssl_cafile, self.ssl_certfile, self.ssl_keyfile)
+        if self.security_protocol not in _TLS and any(f is not None for f in tls_files):
+            problems.append(f"{self.security_protocol} uses no TLS: ssl_* files would be ignored")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol in _TLS
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in _SASL
+
+    def unfit_for_production(self, prefix: str) -> list[str]:
+        """Why this bus connection must not be deployed, each problem named by its variable
+        (``prefix`` is e.g. ``SHOP_ORDER_MESSAGING__KAFKA__``); empty when fit: the
+        brokers must know who each client is, over TLS."""
+        variable = f"{prefix}SECURITY_PROTOCOL"
+        if self.security_protocol == "PLAINTEXT":
+            return [
+                f"{variable} is PLAINTEXT: any pod that reaches the brokers could read and "
+                "write every topic; set SASL_SSL (a SCRAM login) or SSL with a client "
+                "certificate"
+            ]
+        if self.security_protocol == "SASL_PLAINTEXT":
+            return [
+                f"{variable} is SASL_PLAINTEXT: the login and every message would cross the "
+                "network unencrypted; set SASL_SSL"
+            ]
+        if self.security_protocol == "SSL" and self.ssl_certfile is None:
+            return [
+                f"{variable} is SSL without {prefix}SSL_CERTFILE: the brokers would not know "
+                "who this client is; set the client certificate and key, or use SASL_SSL"
+            ]
+        return []
 
 
 class SqsSettings(BaseModel):
@@ -128,4 +207,6 @@ class MessagingSettings(BaseModel):
                 f"{prefix}NAMESPACE is empty: name the stack, so that stacks sharing a broker "
                 "never read each other's messages"
             )
+        if self.transport == "kafka":
+            problems += self.kafka.unfit_for_production(f"{prefix}KAFKA__")
         return problems

@@ -26,10 +26,12 @@ from aiokafka.structs import ConsumerRecord, RecordMetadata
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, Topic
 from faststream.kafka.annotations import KafkaMessage
+from faststream.security import BaseSecurity
 
 from shop.messaging import headers as h
 from shop.messaging.errors import MessageTooLarge, MessagingError
 from shop.messaging.settings import KafkaSettings
+from shop.messaging.transports.kafka.security import broker_security, client_options
 from shop.messaging.transports.kafka.underneath import (
     FastStreamLog,
     FetchFailed,
@@ -123,14 +125,20 @@ class KafkaClient:
             await self._given.start()
             self._broker = self._given
             return
-        idempotent = await _idempotence_accepted(self._settings)
+        # One security object for every connection: the broker hands it to its producer,
+        # admin client and consumers (the dead letters' reader among them), the probe
+        # below takes it as aiokafka's own options.
+        security = broker_security(self._settings)
+        idempotent = await _idempotence_accepted(self._settings, security)
         if not idempotent:
             # The broker refused a producer id (Tansu does): without idempotence a
             # producer retry may write a message twice, which consumers absorb (delivery
             # is at least once anyway). Order per partition still holds: the client keeps
             # one request in flight per partition.
             log.warning("broker refused an idempotent producer; producing without idempotence")
-        self._broker = await _started_broker(self._settings, self._log, idempotent=idempotent)
+        self._broker = await _started_broker(
+            self._settings, self._log, idempotent=idempotent, security=security
+        )
 
     async def close(self) -> None:
         broker, self._broker = self._broker, None
@@ -264,7 +272,7 @@ class KafkaClient:
         return member
 
 
-async def _idempotence_accepted(settings: KafkaSettings) -> bool:
+async def _idempotence_accepted(settings: KafkaSettings, security: BaseSecurity | None) -> bool:
     # Asked with a producer of its own: FastStream's broker leaves a producer that failed
     # to start unclosed, and would have to be built a second time.
     probe = AIOKafkaProducer(
@@ -272,6 +280,7 @@ async def _idempotence_accepted(settings: KafkaSettings) -> bool:
         client_id=settings.client_id,
         acks="all",
         enable_idempotence=True,
+        **client_options(security),
     )
     try:
         await probe.start()
@@ -283,10 +292,15 @@ async def _idempotence_accepted(settings: KafkaSettings) -> bool:
 
 
 async def _started_broker(
-    settings: KafkaSettings, logger: FastStreamLog, *, idempotent: bool
+    settings: KafkaSettings,
+    logger: FastStreamLog,
+    *,
+    idempotent: bool,
+    security: BaseSecurity | None,
 ) -> KafkaBroker:
     broker = KafkaBroker(
         settings.bootstrap_servers,
+        security=security,
         client_id=settings.client_id,
         acks="all",
         linger_ms=settings.linger_ms,
