@@ -19,6 +19,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from shop.messaging import MessagingSettings, Naming
 from shop.messaging.errors import MessagingError
+from shop.messaging.settings import KafkaSettings
+from shop.messaging.transports.kafka.security import broker_security, client_options
 from shop.messaging.transports.kafka.topology import group_id
 from shop.messaging.transports.sqs.client import SqsClient
 from shop.ops.bus import BUS_ERRORS, bus_error, require_broker
@@ -59,12 +61,7 @@ async def kafka_lag(
     messaging: MessagingSettings, consumers: Sequence[ConsumerGroupOf]
 ) -> list[ConsumerLag]:
     naming = Naming(messaging.namespace)
-    kafka = messaging.kafka
-    common: dict[str, Any] = {
-        "bootstrap_servers": kafka.bootstrap_servers,
-        "client_id": f"{kafka.client_id}-ops",
-        "request_timeout_ms": kafka.request_timeout_ms,
-    }
+    common = kafka_client_options(messaging.kafka)
     admin = AIOKafkaAdminClient(**common)
     # No group: it only fetches, to learn the high watermarks, and commits nothing.
     reader = AIOKafkaConsumer(
@@ -102,6 +99,17 @@ async def kafka_lag(
     finally:
         await reader.stop()
         await admin.close()
+
+
+def kafka_client_options(kafka: KafkaSettings) -> dict[str, Any]:
+    """What the lag reader's admin client and reader are built with: the same login and TLS
+    as the services' own clients, which a secured bus requires of every client."""
+    return {
+        "bootstrap_servers": kafka.bootstrap_servers,
+        "client_id": f"{kafka.client_id}-ops",
+        "request_timeout_ms": kafka.request_timeout_ms,
+        **client_options(broker_security(kafka)),
+    }
 
 
 async def _partitions(admin: Any, topics: list[str]) -> dict[str, list[Any]]:
