@@ -99,8 +99,17 @@ def test_the_env_file_make_run_writes_says_where_the_tools_run(
 
 
 def test_production_needs_none_of_the_development_tools_secrets() -> None:
-    # The console runs so: it signs no token and no notification.
-    assert OpsSettings(environment="production").environment == "production"
+    # The console runs so: it signs no token and no notification (its bus login aside).
+    secured = {
+        "transport": "kafka",
+        "kafka": {
+            "security_protocol": "SASL_SSL",
+            "sasl_username": "console",
+            "sasl_password": "s" * 32,
+        },
+    }
+    settings = OpsSettings(environment="production", messaging=secured)  # type: ignore[arg-type]
+    assert settings.environment == "production"
 
 
 @pytest.mark.parametrize(
@@ -136,3 +145,8 @@ def test_an_empty_tracing_url_means_no_tracing_backend(monkeypatch: pytest.Monke
     assert OpsSettings(environment="test").tracing_url is None
     monkeypatch.setenv("SHOP_OPS_TRACING_URL", "http://jaeger-query:16686")
     assert OpsSettings(environment="test").tracing_url == "http://jaeger-query:16686"
+
+
+def test_production_refuses_a_kafka_bus_without_tls_or_login() -> None:
+    with pytest.raises(ValidationError, match="SHOP_OPS_MESSAGING__KAFKA__SECURITY_PROTOCOL"):
+        OpsSettings(environment="production", messaging={"transport": "kafka"})  # type: ignore[arg-type]

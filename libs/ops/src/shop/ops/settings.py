@@ -130,6 +130,9 @@ class OpsSettings(BaseSettings):
             )
         ):
             problems.append(weak)
+        if self.messaging.transport == "kafka":
+            # The lag reader is a client of the bus like any service: no login, no TLS, no go.
+            problems += self.messaging.kafka.unfit_for_production("SHOP_OPS_MESSAGING__KAFKA__")
         if problems:
             raise ValueError("; ".join(problems))
         return self
