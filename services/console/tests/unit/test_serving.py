@@ -4,10 +4,13 @@ believed: a client naming its own address in X-Forwarded-For would get fresh log
 
 from __future__ import annotations
 
+from fastapi import FastAPI
+
 from shop.console.api.__main__ import server_config
+
 from .fakes import SETTINGS
 
 
 def test_the_console_believes_no_forwarded_address() -> None:
-    config = server_config(SETTINGS)
+    config = server_config(FastAPI(), SETTINGS)
     assert config.proxy_headers is False

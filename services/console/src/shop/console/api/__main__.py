@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import uvicorn
+from fastapi import FastAPI
 
 from shop.console.bootstrap import build_app
 from shop.console.settings import ConsoleSettings
 
 
-def server_config(settings: ConsoleSettings) -> uvicorn.Config:
+def server_config(app: FastAPI, settings: ConsoleSettings) -> uvicorn.Config:
     # No proxy stands in front of the console: operators reach it through a port-forward,
     # which connects from the pod's loopback, an address uvicorn would otherwise trust to
     # name the client in X-Forwarded-For; the login throttle keys on the client's address.
     return uvicorn.Config(
-        build_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         log_level="warning",
@@ -23,7 +24,8 @@ def server_config(settings: ConsoleSettings) -> uvicorn.Config:
 
 
 def main() -> None:
-    uvicorn.Server(server_config(ConsoleSettings())).run()
+    settings = ConsoleSettings()
+    uvicorn.Server(server_config(build_app(settings), settings)).run()
 
 
 if __name__ == "__main__":
