@@ -29,6 +29,7 @@ from shop.messaging import (
     Worker,
     create_transport,
 )
+from shop.messaging.deadletter_table import PostgresDeadLetterStore
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.outcome import Ack, DeadLetter, Retry
@@ -54,10 +55,17 @@ def raw(naming: Naming, body: bytes, key: str = "raw") -> OutgoingMessage:
 
 
 class Harness:
-    """A worker with one subscriber for OrderCreated, and what it saw."""
+    """A worker with one subscriber for OrderCreated, and what it saw; its dead letters
+    kept in a database of their own, as a service's are."""
 
-    def __init__(self, settings: MessagingSettings, group: str) -> None:
+    def __init__(
+        self,
+        settings: MessagingSettings,
+        group: str,
+        kept_in: async_sessionmaker[AsyncSession],
+    ) -> None:
         self.settings = settings
+        self.dead_letter_store = PostgresDeadLetterStore(kept_in)
         self.naming = Naming(settings.namespace)
         self.group = group
         self.outcomes: list[OutcomeRecord] = []
@@ -75,13 +83,14 @@ class Harness:
             routers=[router],
             sessions=sessions,
             observers=[self.outcomes.append],
+            dead_letter_store=self.dead_letter_store,
         )
 
     async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
         await publish_with(self.settings, *messages)
 
     def dead_letters(self, worker: Worker) -> DeadLetters:
-        return DeadLetters(worker.transport.dead_letter_store, self.group)
+        return worker.dead_letters(self.group)
 
     async def stored_dead_letters(self, worker: Worker, count: int) -> list[StoredDeadLetter]:
         """The dead letters once ``count`` of them are stored: an outcome is reported
@@ -101,8 +110,12 @@ class Harness:
 
 
 @pytest.fixture
-def harness(settings: MessagingSettings, unique_name: str) -> Harness:
-    return Harness(settings, group=unique_name)
+def harness(
+    settings: MessagingSettings,
+    unique_name: str,
+    sessions: async_sessionmaker[AsyncSession],
+) -> Harness:
+    return Harness(settings, group=unique_name, kept_in=sessions)
 
 
 async def test_published_events_are_consumed(harness: Harness) -> None:

@@ -20,6 +20,9 @@ from prometheus_client import CollectorRegistry
 
 from shop.contracts import Envelope, encode
 from shop.messaging import headers as h
+from shop.messaging.deadletter_collector import DeadLetterCollector
+from shop.messaging.deadletter_table import MemoryDeadLetterStore
+from shop.messaging.deadletters import DeadLetters, StoredDeadLetter
 from shop.messaging.health import HealthServer, OperatorRoute
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
@@ -235,3 +238,22 @@ async def operator_port(
         yield f"http://127.0.0.1:{server.port}"
     finally:
         await server.stop()
+
+
+class CollectedDeadLetters:
+    """A transport's dead letters of one group, as a worker keeps them, for tests that run
+    a consumer without a worker: each :meth:`list` first collects what waits on the
+    broker into a store in memory."""
+
+    def __init__(self, transport: Transport, group: str) -> None:
+        self.store = MemoryDeadLetterStore()
+        self.group = group
+        self.collector = DeadLetterCollector(
+            transport.dead_letter_courier, self.store, [group], interval=1.0
+        )
+        self.letters = DeadLetters(self.store, transport.dead_letter_courier, group)
+
+    async def list(self) -> list[StoredDeadLetter]:
+        while await self.collector.collect(self.group):
+            pass
+        return await self.letters.list()

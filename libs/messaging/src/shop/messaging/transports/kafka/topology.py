@@ -13,6 +13,11 @@ def group_id(naming: Naming, group: str) -> str:
     return f"{naming.namespace}-{group}" if naming.namespace else group
 
 
+def dead_letter_collector_group(naming: Naming, group: str) -> str:
+    """The Kafka consumer group that collects a consumer's dead letters into its store."""
+    return f"{group_id(naming, group)}-dead-letters"
+
+
 def delay_seconds(router: Router) -> list[float]:
     """The nominal delays of the consumer's delay topics: 0 s (redrives) and every nominal
     delay any subscriber's retry policy can ask for."""
@@ -32,9 +37,6 @@ def delay_topics(naming: Naming, router: Router) -> list[str]:
 
 
 def topics_of(naming: Naming, router: Router) -> list[str]:
-    """Every topic the consumer needs: event topics, delay topics, dead-letter topic."""
-    return [
-        *event_topics(naming, router),
-        *delay_topics(naming, router),
-        naming.dead_letters(router.group),
-    ]
+    """The topics the consumer reads: event topics and delay topics (its dead-letter topic,
+    made with a retention of its own, is :meth:`Naming.dead_letters`)."""
+    return [*event_topics(naming, router), *delay_topics(naming, router)]
