@@ -32,7 +32,7 @@ from shop.messaging.message import Delivery
 from shop.messaging.outbox import message_headers
 from shop.messaging.outcome import DeadLetter, Failure
 from shop.messaging.pipeline import Pipeline
-from shop.messaging.testing import operator_port
+from shop.messaging.testing import collecting_dead_letters, operator_port
 from shop.messaging.transports.kafka.client import KafkaClient
 from shop.messaging.transports.sqs import SqsTransport
 from shop.messaging.transports.sqs.client import SqsClient
@@ -194,7 +194,10 @@ async def worker_ports(
         stack.push_async_callback(transport.close)
         urls = {}
         for service in shop_services():
-            routes = list(dead_letter_routes(lambda: transport.dead_letter_store, service.groups))
+            letters_of = await stack.enter_async_context(
+                collecting_dead_letters(transport, service.groups)
+            )
+            routes = list(dead_letter_routes(letters_of, service.groups))
             if databases is not None:
                 engine = create_async_engine(
                     databases[service.name].replace("postgresql://", "postgresql+asyncpg://", 1)

@@ -343,7 +343,10 @@ async def test_a_purge_asks_first_then_removes_the_letter(
 
     assert done.status_code == 303
     assert shop.operations.purged == [("notification-service", "0-17")]
-    assert "Purged: dead letter 0-17" in (await client.get("/dead-letters")).text
+    assert (
+        "Purged: dead letter 0-17 of notification-service deleted from notification-service"
+        "&#39;s store, body and all (1 deleted)." in (await client.get("/dead-letters")).text
+    )
 
 
 async def page_once_ended(client: httpx.AsyncClient, job_page: str) -> httpx.Response:

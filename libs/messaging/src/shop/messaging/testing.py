@@ -257,3 +257,21 @@ class CollectedDeadLetters:
         while await self.collector.collect(self.group):
             pass
         return await self.letters.list()
+
+
+@asynccontextmanager
+async def collecting_dead_letters(
+    transport: Transport, groups: Sequence[str]
+) -> AsyncIterator[Callable[[str], DeadLetters]]:
+    """The dead letters of ``groups`` as a worker keeps them (in memory here), collected
+    from the broker in the background meanwhile: for tests that serve a worker's dead
+    letters without running one (``dead_letter_routes`` takes what this gives)."""
+    store = MemoryDeadLetterStore()
+    collector = DeadLetterCollector(transport.dead_letter_courier, store, groups, interval=0.2)
+    stopping = asyncio.Event()
+    task = asyncio.create_task(collector.run(stopping))
+    try:
+        yield lambda group: DeadLetters(store, transport.dead_letter_courier, group)
+    finally:
+        stopping.set()
+        await task
