@@ -55,8 +55,10 @@ _DELAY_DESCRIPTION = (
 _DEAD_LETTER_DESCRIPTION = (
     "The dead letters of {group}: a message its consumer gave up on (attempts exhausted, a "
     "permanent error, or a body it could not decode, validate or route), its original body "
-    "and headers byte for byte plus why it is here. Redrive and purge markers of the "
-    "dead-letter tooling are written here as well."
+    "and headers byte for byte plus why it is here. The consumer's worker collects them "
+    "from here (consumer group {group}-dead-letters) into its service's database, which "
+    "keeps, lists, redrives and purges them; the topic keeps its copies only for its "
+    "retention.ms."
 )
 
 _DELAY_TAG: Final = {
