@@ -18,6 +18,7 @@ from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging.deadletters import (
+    LISTED_BODY_BYTES,
     DeadLetterFilter,
     DeadLetterPage,
     GroupSummary,
@@ -33,31 +34,38 @@ def _id_of(letter_id: str | None) -> int | None:
     return int(letter_id)
 
 
-def _json_safe(text: str) -> str:
-    # Postgres' JSON cannot hold NUL, which a foreign producer's header may carry.
+def _text(text: str) -> str:
+    # Postgres' text and JSON cannot hold NUL, which a foreign producer's header (or an
+    # error quoting a body) may carry.
     return text.replace("\x00", "\ufffd")
+
+
+def _text_or_none(text: str | None) -> str | None:
+    return None if text is None else _text(text)
 
 
 def _row(letter: StoredDeadLetter) -> dict[str, Any]:
     return {
         "consumer": letter.group,
-        "transport_id": letter.transport_id[:200],
-        "source": letter.source,
-        "message_type": letter.message_type,
-        "key": letter.key,
-        "error_type": letter.error_type,
-        "error_message": letter.error_message,
+        "transport_id": _text(letter.transport_id[:200]),
+        "source": _text(letter.source),
+        "message_type": _text_or_none(letter.message_type),
+        "key": _text_or_none(letter.key),
+        "error_type": _text(letter.error_type),
+        "error_message": _text(letter.error_message),
         "attempts": min(letter.attempts, 2**31 - 1),
         "first_failure_at": letter.first_failure_at,
         "last_failure_at": letter.last_failure_at,
         "whole_body_size": letter.whole_body_size,
-        "headers": {_json_safe(k): _json_safe(v) for k, v in letter.headers.items()},
+        "headers": {_text(k): _text(v) for k, v in letter.headers.items()},
         "body": letter.body,
-        "problems": list(letter.problems),
+        "problems": [_text(problem) for problem in letter.problems],
     }
 
 
-def _letter(row: Any) -> StoredDeadLetter:
+def _letter(row: Any, body_size: int | None = None) -> StoredDeadLetter:
+    """A row as a letter; ``body_size``: the whole body's size, when the row's body is
+    only its first :data:`LISTED_BODY_BYTES` (a page's)."""
     return StoredDeadLetter(
         id=str(row.id),
         group=row.consumer,
@@ -75,7 +83,16 @@ def _letter(row: Any) -> StoredDeadLetter:
         transport_id=row.transport_id,
         problems=tuple(row.problems),
         stored_at=row.stored_at,
+        kept_body_size=body_size if body_size and body_size > LISTED_BODY_BYTES else None,
     )
+
+
+# A page's columns: every one, but only the first bytes of the body, and its whole size.
+_LISTED = [
+    *(column for column in dead_letters.c if column.name != "body"),
+    func.substring(dead_letters.c.body, 1, LISTED_BODY_BYTES).label("body"),
+    func.octet_length(dead_letters.c.body).label("body_size"),
+]
 
 
 def _conditions(where: DeadLetterFilter) -> list[ColumnElement[bool]]:
@@ -119,14 +136,11 @@ class PostgresDeadLetterStore:
             conditions.append(dead_letters.c.id > (_id_of(after) or 0))
         # One more than asked says whether another page follows.
         statement = (
-            select(dead_letters)
-            .where(and_(*conditions))
-            .order_by(dead_letters.c.id)
-            .limit(limit + 1)
+            select(*_LISTED).where(and_(*conditions)).order_by(dead_letters.c.id).limit(limit + 1)
         )
         async with self._sessions() as session:
             rows = (await session.execute(statement)).all()
-        letters = [_letter(row) for row in rows[:limit]]
+        letters = [_letter(row, row.body_size) for row in rows[:limit]]
         more = len(rows) > limit
         return DeadLetterPage(letters, letters[-1].id if more else None)
 
@@ -208,7 +222,7 @@ class MemoryDeadLetterStore:
             for key, letter in sorted(self._letters.items())
             if key > start and letter.group == group and where.matches(letter)
         ]
-        letters = matching[:limit]
+        letters = [_listed(letter) for letter in matching[:limit]]
         return DeadLetterPage(letters, letters[-1].id if len(matching) > limit else None)
 
     async def get(self, group: str, letter_id: str) -> StoredDeadLetter | None:
@@ -236,6 +250,12 @@ class MemoryDeadLetterStore:
         for key in old[:limit]:
             del self._letters[key]
         return len(old[:limit])
+
+
+def _listed(letter: StoredDeadLetter) -> StoredDeadLetter:
+    if len(letter.body) <= LISTED_BODY_BYTES:
+        return letter
+    return replace(letter, body=letter.body[:LISTED_BODY_BYTES], kept_body_size=len(letter.body))
 
 
 def _kept(letter: StoredDeadLetter, letter_id: str) -> StoredDeadLetter:

@@ -30,8 +30,11 @@ KEPT_PREFIX_BYTES: Final = 64 * 1024
 """How much of a body too large to keep whole a dead letter keeps: enough to recognise the
 message, small enough for any broker's limit beside the dead-letter headers."""
 MAX_PAGE: Final = 200
-"""Most dead letters one page holds: a page of letters of up to a broker's 1 MiB each
-must fit an operator tool's memory and answer well inside its timeout."""
+"""Most dead letters one page holds."""
+LISTED_BODY_BYTES: Final = 16 * 1024
+"""How much of each body a page holds: enough to recognise a message and find text in it,
+so that a page of letters of up to a broker's 1 MiB each stays a few MiB (an operator
+tool's memory, its timeout); :meth:`DeadLetters.show` gives the whole body."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +66,9 @@ class StoredDeadLetter:
     and shown all the same, with a stand-in for each field that was wrong."""
     stored_at: datetime | None = None
     """When the store took it in; its retention counts from here."""
+    kept_body_size: int | None = None
+    """Set on a letter of a page whose body is longer than :data:`LISTED_BODY_BYTES`:
+    ``body`` is then only its first bytes, and this the size of the body kept."""
 
     @property
     def truncated(self) -> bool:
@@ -72,6 +78,10 @@ class StoredDeadLetter:
     @property
     def malformed(self) -> bool:
         return bool(self.problems)
+
+    @property
+    def body_cut_for_listing(self) -> bool:
+        return self.kept_body_size is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +238,8 @@ class DeadLetterStore(Protocol):
         self, group: str, where: DeadLetterFilter, *, after: str | None, limit: int
     ) -> DeadLetterPage:
         """At most ``limit`` matching letters of ``group`` kept after the letter ``after``
-        (from the first without), oldest first."""
+        (from the first without), oldest first; each body cut to :data:`LISTED_BODY_BYTES`
+        (``kept_body_size`` says so)."""
         ...
 
     async def get(self, group: str, letter_id: str) -> StoredDeadLetter | None: ...
@@ -350,14 +361,23 @@ class DeadLetters:
                         letter=letter.id,
                     )
                     continue
+                whole = await self._whole(letter)
+                if whole is None:
+                    continue  # redriven or purged meanwhile
                 if moved:
                     await asyncio.sleep(1 / per_second)
-                await self.courier.redeliver(self.group, letter)
+                await self.courier.redeliver(self.group, whole)
                 await self.store.remove(self.group, [letter.id])
                 moved += 1
             if page.next_after is None:
                 return moved
             after = page.next_after
+
+    async def _whole(self, letter: StoredDeadLetter) -> StoredDeadLetter | None:
+        """The letter with its whole body (a page cuts long ones)."""
+        if not letter.body_cut_for_listing:
+            return letter
+        return await self.store.get(self.group, letter.id)
 
     async def purge(self, where: DeadLetterFilter | None = None) -> int:
         """Delete every matching dead letter, a page at a time; how many."""

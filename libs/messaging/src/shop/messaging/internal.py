@@ -228,8 +228,9 @@ def inbox_route(sessions: async_sessionmaker[AsyncSession]) -> OperatorRoute:
 
 
 def dead_letter_document(letter: StoredDeadLetter) -> dict[str, Any]:
-    """A dead letter as JSON: the body byte for byte (base64), and as text to read; a
-    letter whose dead-letter keys could not be read says what was wrong (``problems``)."""
+    """A dead letter as JSON: the body byte for byte (base64), and as text to read (in a
+    page, its first bytes only when ``kept_body_size`` is set); a letter whose dead-letter
+    keys could not be read says what was wrong (``problems``)."""
     return {
         "id": letter.id,
         "group": letter.group,
@@ -245,6 +246,7 @@ def dead_letter_document(letter: StoredDeadLetter) -> dict[str, Any]:
         "truncated": letter.truncated,
         "whole_body_size": letter.whole_body_size,
         "malformed": letter.malformed,
+        "kept_body_size": letter.kept_body_size,
         "problems": list(letter.problems),
         "headers": dict(letter.headers),
         "body": letter.body.decode("utf-8", errors="replace"),

@@ -56,6 +56,9 @@ class DeadLetterEntry:
     """What could not be read of its dead-letter keys: shown as bad, beside the others."""
     stored_at: datetime | None = None
     """When its service's store took it in (its retention counts from there)."""
+    kept_body_size: int | None = None
+    """Set on a letter of a listing whose body is long: ``body`` is then its first bytes
+    only, and this the whole body's size (:func:`show_dead_letter` gives all of it)."""
 
     @property
     def malformed(self) -> bool:
@@ -80,6 +83,7 @@ class DeadLetterEntry:
             body=base64.b64decode(document["body_base64"]),
             headers={str(k): str(v) for k, v in document.get("headers", {}).items()},
             problems=tuple(str(p) for p in document.get("problems", ())),
+            kept_body_size=document.get("kept_body_size"),
             stored_at=(
                 datetime.fromisoformat(document["stored_at"]) if document.get("stored_at") else None
             ),
