@@ -7,7 +7,6 @@ bounded statement, however many letters are kept."""
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -229,7 +228,7 @@ class MemoryDeadLetterStore:
         letter = self._letters.get(_id_of(letter_id) or 0)
         return letter if letter is not None and letter.group == group else None
 
-    async def remove(self, group: str, letter_ids: Sequence[str]) -> builtins.list[str]:
+    async def remove(self, group: str, letter_ids: Sequence[str]) -> list[str]:
         removed = []
         for key in sorted({k for k in map(_id_of, letter_ids) if k is not None}):
             letter = self._letters.get(key)
@@ -238,7 +237,7 @@ class MemoryDeadLetterStore:
                 removed.append(str(key))
         return removed
 
-    async def summary(self, groups: Sequence[str]) -> builtins.list[GroupSummary]:
+    async def summary(self, groups: Sequence[str]) -> list[GroupSummary]:
         result = []
         for group in groups:
             kept = [x.stored_at for x in self._letters.values() if x.group == group]

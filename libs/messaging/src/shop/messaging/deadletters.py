@@ -12,6 +12,7 @@ goes. :class:`DeadLetters` is the API people and tools use.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -385,9 +386,9 @@ class DeadLetters:
 
     async def purge_ids(
         self, where: DeadLetterFilter | None = None, *, most: int | None = None
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """Delete matching dead letters (at most ``most``), a page at a time; their ids."""
-        removed: list[str] = []
+        removed: builtins.list[str] = []
         while most is None or len(removed) < most:
             limit = MAX_PAGE if most is None else min(MAX_PAGE, most - len(removed))
             # Each page starts from the first: the letters of the last are gone.
