@@ -201,7 +201,7 @@ class FakeOperations:
             and (query.text is None or query.text.lower() in entry.error_message.lower())
         ]
         # Pages of PAGE letters; the cursor is the index of the next page's first.
-        start = 0 if cursor is None else int(cursor.partition("/")[2])
+        start = 0 if cursor is None else int(cursor.partition("/")[2] or 0)
         page = matching[start : start + self.page_size]
         more = start + self.page_size < len(matching)
         return LetterPage(page, f"{page[-1].group}/{start + self.page_size}" if more else None)

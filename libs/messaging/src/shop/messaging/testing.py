@@ -22,7 +22,7 @@ from shop.contracts import Envelope, encode
 from shop.messaging import headers as h
 from shop.messaging.deadletter_collector import DeadLetterCollector
 from shop.messaging.deadletter_table import MemoryDeadLetterStore
-from shop.messaging.deadletters import DeadLetters, StoredDeadLetter
+from shop.messaging.deadletters import DeadLetterCourier, DeadLetters, StoredDeadLetter
 from shop.messaging.health import HealthServer, OperatorRoute
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
@@ -259,19 +259,34 @@ class CollectedDeadLetters:
         return await self.letters.list()
 
 
+@dataclass(frozen=True, slots=True)
+class KeptDeadLetters:
+    """Dead letters kept in memory as a worker keeps them, carried by ``courier``."""
+
+    store: MemoryDeadLetterStore
+    courier: DeadLetterCourier
+
+    def of(self, group: str) -> DeadLetters:
+        return DeadLetters(self.store, self.courier, group)
+
+    async def count(self, groups: Sequence[str]) -> int:
+        return sum(summary.count for summary in await self.store.summary(groups))
+
+
 @asynccontextmanager
 async def collecting_dead_letters(
     transport: Transport, groups: Sequence[str]
-) -> AsyncIterator[Callable[[str], DeadLetters]]:
+) -> AsyncIterator[KeptDeadLetters]:
     """The dead letters of ``groups`` as a worker keeps them (in memory here), collected
     from the broker in the background meanwhile: for tests that serve a worker's dead
-    letters without running one (``dead_letter_routes`` takes what this gives)."""
-    store = MemoryDeadLetterStore()
-    collector = DeadLetterCollector(transport.dead_letter_courier, store, groups, interval=0.2)
+    letters without running one (``dead_letter_routes`` takes the ``of`` of what this
+    gives)."""
+    kept = KeptDeadLetters(MemoryDeadLetterStore(), transport.dead_letter_courier)
+    collector = DeadLetterCollector(kept.courier, kept.store, groups, interval=0.2)
     stopping = asyncio.Event()
     task = asyncio.create_task(collector.run(stopping))
     try:
-        yield lambda group: DeadLetters(store, transport.dead_letter_courier, group)
+        yield kept
     finally:
         stopping.set()
         await task
