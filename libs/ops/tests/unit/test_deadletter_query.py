@@ -29,6 +29,8 @@ from shop.ops.deadletters import (
     GroupCount,
     NoSuchDeadLetter,
     list_dead_letters,
+    page_dead_letters,
+    purge_dead_letter,
     purge_dead_letters,
     redrive_dead_letter,
     redrive_dead_letters,
@@ -259,3 +261,45 @@ async def test_purging_removes_only_what_matches_in_every_group() -> None:
             GroupCount(PAYMENT, PAYMENT, 0),
         ]
         assert [x.id for x in store.held] == ["0-2", "0-3"]
+        assert counts[0].ids == ("0-1",)
+
+
+async def test_purging_by_what_the_workers_filter_deletes_there_and_names_each_letter() -> None:
+    store = KeptLetters(
+        stored(id="11"),
+        stored(id="12", error_type="EmailUnavailable"),
+        stored(id="13", group=PAYMENT, error_type="EmailUnavailable"),
+    )
+    async with workers(store) as settings:
+        counts = await purge_dead_letters(settings, DeadLetterQuery(error_type="EmailUnavailable"))
+        one = await purge_dead_letter(settings, "11", group=NOTIFICATION)
+        with pytest.raises(NoSuchDeadLetter, match="no dead letter '11'"):
+            await purge_dead_letter(settings, "11", group=NOTIFICATION)
+    assert [(c.group, c.count, c.ids) for c in counts] == [
+        (NOTIFICATION, 1, ("12",)),
+        ("order-service", 0, ()),
+        (PAYMENT, 1, ("13",)),
+    ]
+    assert (one.group, one.ids, one.count) == (NOTIFICATION, ("11",), 1)
+    assert store.held == []
+
+
+async def test_pages_run_group_after_group_and_each_starts_where_its_cursor_says() -> None:
+    store = KeptLetters(
+        *(stored(id=str(n)) for n in range(11, 14)),
+        *(stored(id=str(n), group=PAYMENT) for n in range(21, 23)),
+    )
+    async with workers(store) as settings:
+        pages = []
+        cursor = None
+        while True:
+            page = await page_dead_letters(settings, cursor=cursor, limit=2)
+            pages.append([x.id for x in page.letters])
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        with pytest.raises(OpsError, match="names no group"):
+            await page_dead_letters(settings, cursor="billing/3")
+        with pytest.raises(OpsError, match="between 1 and 200"):
+            await page_dead_letters(settings, limit=201)
+    assert pages == [["11", "12"], ["13", "21"], ["22"]]
