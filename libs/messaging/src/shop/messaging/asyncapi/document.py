@@ -321,7 +321,10 @@ def _dead_letter_headers(contracts: Sequence[type[Contract]]) -> dict[str, Any]:
             h.DEAD_LETTER_LAST_FAILURE_AT: _string("When the last try failed (ISO 8601)."),
             h.DEAD_LETTER_BODY_SIZE: _string("Of a body kept as a prefix: its whole size."),
             h.DEAD_LETTER_BODY_SHA256: _string("Of a body kept as a prefix: its SHA-256."),
-            h.DEAD_LETTER_RESOLVES: _string("On a redrive or purge marker: what it settles."),
+            h.DEAD_LETTER_RESOLVES: _string(
+                "On a redrive or purge marker an earlier version wrote: what it settled "
+                "(no longer written; the collector passes over it)."
+            ),
         }
     )
     headers["properties"][h.MESSAGE_TYPE].pop("enum")  # a message of any type may be refused
