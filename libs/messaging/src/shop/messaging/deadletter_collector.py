@@ -55,12 +55,16 @@ class DeadLetterCollector:
             for group in self.groups:
                 try:
                     collected += await self.collect(group)
-                except Exception as error:  # an outage of either side; logged, tried again
+                except Exception as error:
+                    # An outage of the broker or of the database, most likely: the letters
+                    # wait on the broker meanwhile. The traceback goes with it, so that a
+                    # fault of the code is not mistaken for one.
                     log.warning(
                         "could not collect dead letters; trying again",
                         group=group,
                         error=repr(error),
                         retry_in=self.interval,
+                        exc_info=True,
                     )
             if collected == 0:
                 with contextlib.suppress(TimeoutError):

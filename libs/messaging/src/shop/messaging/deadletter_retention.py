@@ -77,11 +77,14 @@ class DeadLetterCleanup:
             try:
                 await self.clean()
                 await self.measure()
-            except Exception as error:  # the database away: the next round tries again
+            except Exception as error:
+                # The database away, most likely: the next round tries again (with the
+                # traceback, so that a fault of the code is not mistaken for one).
                 log.warning(
                     "dead-letter cleanup failed; the next round tries again",
                     error=repr(error),
                     retry_in=self.interval,
+                    exc_info=True,
                 )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stopping.wait(), self.interval)
