@@ -163,7 +163,10 @@ async def test_a_purge_leaves_no_row_of_a_letter_and_names_each_one_it_deleted(
     async with sessions() as session:
         left = (await session.execute(select(dead_letters.c.transport_id))).scalars().all()
         bodies = await session.execute(
-            select(func.count()).where(dead_letters.c.body.like(b"%ayu@example.com%"))
+            text(
+                "SELECT count(*) FROM dead_letters "
+                "WHERE position(convert_to('ayu@example.com', 'UTF8') IN body) > 0"
+            )
         )
     assert left == ["0-3"]
     assert bodies.one()[0] == 1  # only the letter not purged still holds the address
