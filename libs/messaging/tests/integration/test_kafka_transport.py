@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, ConfigResource, ConfigResourceType
+from aiokafka.admin import AIOKafkaAdminClient
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker
 from faststream.kafka.subscriber.usecase import LogicSubscriber
@@ -183,46 +183,6 @@ async def test_declare_creates_the_delay_and_dead_letter_topics_of_the_group(
     assert delay_seconds(router) == [0.0, 2.0, 4.0, 8.0]
     wanted = [naming.delay_topic(GROUP, s) for s in (0, 2, 4, 8)] + [naming.dead_letters(GROUP)]
     assert await partition_counts(kafka_cluster, wanted) == dict.fromkeys(wanted, 2)
-
-
-async def test_the_dead_letter_topic_is_made_with_the_retention_it_is_given(
-    kafka_cluster: KafkaCluster, unique_name: str
-) -> None:
-    naming = Naming(unique_name)
-    router = Router(GROUP)
-
-    @router.subscriber(OrderCreated, transactional=False)
-    async def remember(event: OrderCreated, context: MessageContext) -> None: ...
-
-    transport = KafkaTransport(
-        kafka_settings(kafka_cluster, partitions=1), naming, dead_letter_retention_seconds=3600
-    )
-    try:
-        await transport.start()
-        await transport.declare(Pipeline(router))
-    finally:
-        await transport.close()
-
-    assert await topic_config(kafka_cluster, naming.dead_letters(GROUP), "retention.ms") == (
-        str(3600 * 1000)
-    )
-
-
-async def topic_config(cluster: KafkaCluster, topic: str, name: str) -> str | None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
-    await admin.start()
-    try:
-        responses = await admin.describe_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, topic, [name])]
-        )
-    finally:
-        await admin.close()
-    for response in responses:
-        for resource in response.resources:
-            for entry in resource[4]:  # (name, value, read_only, …)
-                if entry[0] == name:
-                    return str(entry[1])
-    return None
 
 
 async def test_records_carry_the_producers_headers_and_faststreams_two_which_reading_drops(

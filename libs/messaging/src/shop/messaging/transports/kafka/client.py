@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import (
     BrokerResponseError,
     KafkaError,
@@ -34,6 +34,7 @@ from faststream.kafka.annotations import KafkaMessage
 from shop.messaging import headers as h
 from shop.messaging.errors import MessageTooLarge, MessagingError
 from shop.messaging.settings import KafkaSettings
+from shop.messaging.transports.kafka.topology import dead_letter_topic
 from shop.messaging.transports.kafka.underneath import (
     FastStreamLog,
     FetchFailed,
@@ -211,11 +212,11 @@ class KafkaClient:
         broker's default; an existing topic is left as it is."""
         if name in await self.topics():
             return
-        topic = NewTopic(
+        topic = dead_letter_topic(
             name,
-            num_partitions=self._settings.partitions,
+            partitions=self._settings.partitions,
             replication_factor=self._settings.replication_factor,
-            topic_configs={"retention.ms": str(retention_ms)},
+            retention_ms=retention_ms,
         )
         response = await self._admin().create_topics([topic])
         for topic_name, code, *message in response.topic_errors:

@@ -4,6 +4,8 @@ topic. The transport declares them; the consumer subscribes to them."""
 
 from __future__ import annotations
 
+from aiokafka.admin import NewTopic
+
 from shop.messaging.naming import Naming
 from shop.messaging.subscriber import Router
 
@@ -40,3 +42,16 @@ def topics_of(naming: Naming, router: Router) -> list[str]:
     """The topics the consumer reads: event topics and delay topics (its dead-letter topic,
     made with a retention of its own, is :meth:`Naming.dead_letters`)."""
     return [*event_topics(naming, router), *delay_topics(naming, router)]
+
+
+def dead_letter_topic(
+    name: str, *, partitions: int, replication_factor: int, retention_ms: int
+) -> NewTopic:
+    """A consumer's dead-letter topic as it is created: its ``retention.ms`` explicit,
+    never the broker's default (letters wait there for the worker to collect them)."""
+    return NewTopic(
+        name,
+        num_partitions=partitions,
+        replication_factor=replication_factor,
+        topic_configs={"retention.ms": str(retention_ms)},
+    )
