@@ -312,12 +312,16 @@ class DeadLetters:
         )
 
     async def list(self, where: DeadLetterFilter | None = None) -> list[StoredDeadLetter]:
-        """Every matching letter, read a page at a time (for a few; a tool pages itself)."""
+        """Every matching letter with its whole body, read a page at a time (for a few,
+        in tests and scripts; a tool pages with :meth:`page`)."""
         letters: list[StoredDeadLetter] = []
         after: str | None = None
         while True:
             page = await self.page(where, after=after)
-            letters += page.letters
+            for letter in page.letters:
+                whole = await self._whole(letter)
+                if whole is not None:  # unless redriven or purged meanwhile
+                    letters.append(whole)
             if page.next_after is None:
                 return letters
             after = page.next_after
