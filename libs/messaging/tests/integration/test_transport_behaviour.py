@@ -113,9 +113,9 @@ class Harness:
 def harness(
     settings: MessagingSettings,
     unique_name: str,
-    sessions: async_sessionmaker[AsyncSession],
+    kept_in: async_sessionmaker[AsyncSession],
 ) -> Harness:
-    return Harness(settings, group=unique_name, kept_in=sessions)
+    return Harness(settings, group=unique_name, kept_in=kept_in)
 
 
 async def test_published_events_are_consumed(harness: Harness) -> None:
