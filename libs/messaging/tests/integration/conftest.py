@@ -62,3 +62,19 @@ async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncS
         yield async_sessionmaker(engine, expire_on_commit=False)
     finally:
         await engine.dispose()
+
+
+@pytest.fixture
+async def kept_in(module_database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    """Sessions on a database the tests of one module share, for what each test keeps
+    apart by its own names (the dead letters of its consumer groups): no database made
+    per test."""
+    engine = create_async_engine(
+        module_database_url.replace("postgresql://", "postgresql+asyncpg://")
+    )
+    async with engine.begin() as connection:
+        await create_tables(connection)
+    try:
+        yield async_sessionmaker(engine, expire_on_commit=False)
+    finally:
+        await engine.dispose()

@@ -26,7 +26,7 @@ from shop.contracts.examples import examples
 from shop.devstack.kafka import KafkaCluster
 from shop.messaging import headers as h
 from shop.messaging.context import MessageContext
-from shop.messaging.deadletters import DeadLetters
+from shop.messaging.deadletters import StoredDeadLetter
 from shop.messaging.errors import PermanentError
 from shop.messaging.headers import DEAD_LETTER_RESOLVES
 from shop.messaging.message import OutgoingMessage
@@ -34,7 +34,7 @@ from shop.messaging.naming import Naming
 from shop.messaging.pipeline import Pipeline
 from shop.messaging.settings import KafkaSettings
 from shop.messaging.subscriber import Router
-from shop.messaging.testing import eventually, outgoing, wait_until
+from shop.messaging.testing import CollectedDeadLetters, eventually, outgoing, wait_until
 from shop.messaging.transports.base import ConsumerOptions
 from shop.messaging.transports.kafka import (
     KafkaConsumer,
@@ -407,7 +407,7 @@ async def test_a_retry_waiting_in_a_delay_topic_holds_no_handler_slot(
     assert handled[-1].at - failed_at[0] >= 2.0 * 0.8  # not before it was due (2 s, -20 %)
 
 
-async def test_dead_letters_are_listed_redriven_and_purged_with_markers(
+async def test_dead_letters_are_collected_redriven_to_their_group_and_purged(
     kafka_cluster: KafkaCluster, unique_name: str
 ) -> None:
     naming = Naming(unique_name)
@@ -426,58 +426,55 @@ async def test_dead_letters_are_listed_redriven_and_purged_with_markers(
     async with started(kafka_settings(kafka_cluster, partitions=2), naming) as transport:
         pipeline = Pipeline(router)
         await transport.declare(pipeline)
-        store = transport.dead_letter_store
+        kept = CollectedDeadLetters(transport, GROUP)
         sent = [order_created(naming, k) for k in sorted(refused)]
 
         async def both_dead() -> bool:
-            return len(await store.list(GROUP)) == 2
+            return len(await kept.list()) == 2
 
         async with running(transport.consumer(pipeline, ConsumerOptions())):
             await transport.publish(sent)
             await eventually(both_dead, within=WAIT, what="both are dead letters")
-            letters = {x.headers[h.EVENT_ID]: x for x in await store.list(GROUP)}
+            letters = {x.headers[h.EVENT_ID]: x for x in await kept.list()}
             for message in sent:
                 letter = letters[message.headers[h.EVENT_ID]]
                 assert letter.body == message.body
                 assert dict(letter.headers) == dict(message.headers)
                 assert letter.source == naming.topic(OrderCreated)
                 assert (letter.error_type, letter.attempts) == ("PermanentError", 1)
-                partition, offset = letter.id.split("-")
+                partition, offset = letter.transport_id.split("-")
                 assert partition.isdigit()
                 assert offset.isdigit()
             first, second = (letters[m.headers[h.EVENT_ID]] for m in sent)
 
             refused.discard("refused-a")
-            await store.redrive(GROUP, first)
+            await kept.letters.redrive_one(first.id)
             await wait_until(
                 lambda: bool(handled), within=WAIT, what="the redriven letter is handled"
             )
             assert [(x.key, x.attempt) for x in handled] == [("refused-a", 1)]
-            assert [x.id for x in await store.list(GROUP)] == [second.id]
+            assert [x.id for x in await kept.list()] == [second.id]
 
             # Still refused: dead again, from its original topic, its attempts counted anew.
-            await store.redrive(GROUP, second)
+            await kept.letters.redrive_one(second.id)
 
             async def dead_again() -> bool:
-                return [x.id for x in await store.list(GROUP)] not in ([second.id], [])
+                return [x.id for x in await kept.list()] not in ([second.id], [])
 
             await eventually(dead_again, within=WAIT, what="the second one is dead again")
-            (again,) = await store.list(GROUP)
+            (again,) = await kept.list()
             assert again.body == second.body
             assert (again.source, again.attempts) == (naming.topic(OrderCreated), 1)
 
-            await store.purge(GROUP, [again])
-            assert await store.list(GROUP) == []
+            assert await kept.letters.purge() == 1
+            assert await kept.list() == []
 
-    # Kafka keeps every record: the letters are still there, each settled by a marker.
+    assert await kept.letters.list() == []
+    # Kafka cannot delete one record: the topic keeps its copies (no markers) until its
+    # retention, which the transport set when it made the topic.
     records = await read_all(kafka_cluster, naming.dead_letters(GROUP), 2)
-    markers = [
-        headers[DEAD_LETTER_RESOLVES]
-        for _, value, headers in records
-        if DEAD_LETTER_RESOLVES in headers
-    ]
-    assert sorted(markers) == sorted([first.id, second.id, again.id])
-    assert len(records) == 3 + len(markers)
+    assert len(records) == 3
+    assert not any(DEAD_LETTER_RESOLVES in headers for _, _, headers in records)
 
 
 async def test_each_consumer_is_a_faststream_subscriber_of_the_transports_broker(
@@ -543,10 +540,10 @@ async def test_a_message_larger_than_the_producer_allows_ends_as_one_truncated_d
         finally:
             await producer.stop()
         await transport.publish([after])
-        store = transport.dead_letter_store
+        kept = CollectedDeadLetters(transport, GROUP)
 
         async def one_dead_letter() -> bool:
-            return len(await store.list(GROUP)) == 1
+            return len(await kept.list()) == 1
 
         async with running(transport.consumer(pipeline, ConsumerOptions())):
             await wait_until(lambda: bool(handled), within=WAIT, what="the next one is handled")
@@ -556,7 +553,7 @@ async def test_a_message_larger_than_the_producer_allows_ends_as_one_truncated_d
                 return await committed_offset(kafka_cluster, group_id(naming, GROUP), topic) == 2
 
             await eventually(committed_past_both, within=WAIT, what="offsets move past it")
-        (letter,) = await store.list(GROUP)
+        (letter,) = await kept.list()
         assert letter.truncated
         assert letter.whole_body_size == len(huge)
         assert huge.startswith(letter.body)
@@ -565,7 +562,7 @@ async def test_a_message_larger_than_the_producer_allows_ends_as_one_truncated_d
         assert letter.error_type == "UndecodableMessage", letter.error_message
         assert handled == ["after-the-huge-one"]
         with pytest.raises(ValueError, match="truncated"):
-            await DeadLetters(store, GROUP).redrive_one(letter.id)
+            await kept.letters.redrive_one(letter.id)
 
 
 async def test_records_that_faststream_could_not_parse_still_reach_the_pipeline(
@@ -601,7 +598,7 @@ async def test_records_that_faststream_could_not_parse_still_reach_the_pipeline(
         finally:
             await producer.stop()
         await transport.publish([good])
-        store = transport.dead_letter_store
+        kept = CollectedDeadLetters(transport, GROUP)
 
         async def committed_past_all() -> bool:
             offset = await committed_offset(kafka_cluster, group_id(naming, GROUP), topic)
@@ -609,7 +606,13 @@ async def test_records_that_faststream_could_not_parse_still_reach_the_pipeline(
 
         async with running(transport.consumer(pipeline, ConsumerOptions())):
             await eventually(committed_past_all, within=WAIT, what="offsets move past them")
-        letters = {letter.key: letter for letter in await store.list(GROUP)}
+        letters: dict[str | None, StoredDeadLetter] = {}
+
+        async def collected() -> bool:
+            letters.update((letter.key, letter) for letter in await kept.list())
+            return bool(letters)
+
+        await eventually(collected, within=WAIT, what="the dead letter is collected")
     # Handled as any record is: the odd headers read with replacements, the body that is
     # not JSON refused by the contract, each ending where it should, none skipped.
     assert sorted(handled) == ["after-the-odd-ones", "not-utf8-header", "null-header"]

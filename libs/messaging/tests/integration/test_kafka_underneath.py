@@ -20,8 +20,8 @@ from shop.messaging.transports.kafka.client import KafkaClient
 from shop.messaging.transports.kafka.underneath import (
     FastStreamLog,
     admin_client,
+    committing_consumer,
     group_consumer,
-    one_off_consumer,
 )
 
 WAIT = 30.0
@@ -44,9 +44,12 @@ async def test_the_broker_holds_an_aiokafka_admin_client_and_builds_aiokafka_con
         assert isinstance(admin, AIOKafkaAdminClient)
         await client.create_topics([unique_name])
         assert unique_name in await admin.list_topics()
-        reader = one_off_consumer(client.broker, client_id="pin")
+        reader = committing_consumer(
+            client.broker, group_id="pin-group", client_id="pin", session_timeout_ms=3_000
+        )
         assert isinstance(reader, AIOKafkaConsumer)
-        assert reader._group_id is None  # aiokafka's own state: read to check, not used
+        assert reader._group_id == "pin-group"  # aiokafka's own state: read to check, not used
+        assert reader._enable_auto_commit is False
     finally:
         await client.close()
 

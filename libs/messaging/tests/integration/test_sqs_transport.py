@@ -29,7 +29,7 @@ from shop.contracts import (
 from shop.contracts.examples import examples
 from shop.devstack.aws import AwsEndpoint
 from shop.messaging import headers as h
-from shop.messaging.deadletters import dead_letter_headers
+from shop.messaging.deadletters import StoredDeadLetter, dead_letter_headers
 from shop.messaging.errors import (
     MessagingError,
     PermanentError,
@@ -42,7 +42,7 @@ from shop.messaging.outcome import Ack, DeadLetter, Failure
 from shop.messaging.pipeline import OutcomeRecord, Pipeline
 from shop.messaging.settings import SqsSettings
 from shop.messaging.subscriber import Router
-from shop.messaging.testing import eventually, outgoing, publish, wait_until
+from shop.messaging.testing import CollectedDeadLetters, eventually, outgoing, publish, wait_until
 from shop.messaging.transports.base import ConsumerOptions
 from shop.messaging.transports.sqs import (
     HEADERS_ATTRIBUTE,
@@ -220,7 +220,9 @@ async def test_declaring_twice_changes_nothing_and_wires_the_queue(
     mine = sorted(arn.rsplit(":", 1)[-1] for arn in await topics_named(sns, unique_name))
     assert mine == sorted(naming.topic(contract) for contract in ALL_CONTRACTS)
     dead_letter_attributes = await queue_attributes(sqs, queues.dead_letters_url)
-    assert dead_letter_attributes["MessageRetentionPeriod"] == str(14 * 24 * 3600)
+    # Letters wait there for the worker to collect them: the transport's explicit
+    # retention (7 days unless configured), not SQS's default of 4.
+    assert dead_letter_attributes["MessageRetentionPeriod"] == str(7 * 24 * 3600)
     for topic_arn in topic_arns:
         [subscription] = (await sns.list_subscriptions_by_topic(TopicArn=topic_arn))[
             "Subscriptions"
@@ -383,7 +385,8 @@ async def test_a_message_that_is_never_settled_is_moved_by_sqs(
         receives += len(response.get("Messages", []))
 
     assert receives == 2  # maxReceiveCount; the third receive moved it
-    [letter] = await transport.dead_letter_store.list(GROUP)
+    [letter] = await CollectedDeadLetters(transport, GROUP).list()
+    assert await messages_in(sqs, queues.dead_letters_url) == 0, "kept, it left the queue"
     assert letter.error_type == MOVED_BY_SQS
     assert letter.attempts == 2
     assert letter.body == message.body
@@ -407,14 +410,20 @@ async def test_dead_letters_are_listed_redriven_and_purged(
     recorder.behaviour = refuse_while_broken
     await transport.declare(recorder.pipeline)
     queues = await transport.queues_of(GROUP)
-    store = transport.dead_letter_store
+    kept = CollectedDeadLetters(transport, GROUP)
     messages = {
         key: outgoing(envelope_of(OrderCreated, key), naming=transport.naming) for key in ("a", "b")
     }
     async with consuming(transport, recorder.pipeline):
         await transport.publish(list(messages.values()))
         await wait_until(lambda: len(recorder.of(DeadLetter)) == 2, within=WAIT, what="DLQ")
-        letters = {letter.headers[h.EVENT_ID]: letter for letter in await store.list(GROUP)}
+        letters: dict[str, StoredDeadLetter] = {}
+
+        async def both_kept() -> bool:
+            letters.update((x.headers[h.EVENT_ID], x) for x in await kept.list())
+            return len(letters) == 2
+
+        await eventually(both_kept, within=WAIT, what="both dead letters kept")
 
         for message in messages.values():
             letter = letters[message.headers[h.EVENT_ID]]
@@ -428,22 +437,21 @@ async def test_dead_letters_are_listed_redriven_and_purged(
 
         broken["yes"] = False
         redriven = letters[messages["a"].headers[h.EVENT_ID]]
-        await store.redrive(GROUP, redriven)
+        await kept.letters.redrive_one(redriven.id)
         await wait_until(lambda: recorder.of(Ack) != [], within=WAIT, what="the redriven one")
         with pytest.raises(KeyError):
-            await store.redrive(GROUP, redriven)
-        [left] = await store.list(GROUP)
-        await store.purge(GROUP, [left])
-        assert await store.list(GROUP) == []
-        # Gone (or hidden by another scan): a purge that deleted nothing must not say done.
-        with pytest.raises(KeyError):
-            await store.purge(GROUP, [left])
+            await kept.letters.redrive_one(redriven.id)
+        [left] = await kept.list()
+        assert await kept.letters.purge_ids() == [left.id]
+        assert await kept.list() == []
+        # Gone: a purge that deleted nothing says so.
+        assert await kept.letters.purge_ids() == []
 
     assert recorder.calls[-1][:2] == ("a", 1)  # a redriven message starts again
     assert await messages_in(sqs, queues.dead_letters_url) == 0
 
 
-async def test_all_dead_letters_are_moved_back_at_once(
+async def test_all_dead_letters_are_redriven_in_bulk_to_the_consumers_queue(
     transport: SqsTransport, aws: tuple[Any, Any]
 ) -> None:
     _, sqs = aws
@@ -467,7 +475,9 @@ async def test_all_dead_letters_are_moved_back_at_once(
         MessageAttributes=message_attributes(message_headers(envelopes[2]), envelopes[2].key),
     )
 
-    moved = await transport.dead_letter_store.redrive_all(GROUP, per_second=50)
+    kept = CollectedDeadLetters(transport, GROUP)
+    assert len(await kept.list()) == 3
+    moved = await kept.letters.redrive(per_second=50)
 
     assert moved == 3
     assert await messages_in(sqs, queues.dead_letters_url) == 0
@@ -501,16 +511,16 @@ async def test_a_dead_letter_too_large_for_its_queue_is_kept_as_a_prefix_with_it
         MessageBody=padded,
         MessageAttributes=message_attributes(message.headers, message.key),
     )
-    store = transport.dead_letter_store
+    kept = CollectedDeadLetters(transport, GROUP)
 
     async with consuming(transport, recorder.pipeline):
         await wait_until(lambda: len(recorder.outcomes) == 1, within=WAIT, what="an outcome")
 
         async def one_letter() -> bool:
-            return len(await store.list(GROUP)) == 1
+            return len(await kept.list()) == 1
 
         await eventually(one_letter, within=WAIT, what="one dead letter")
-    (letter,) = await store.list(GROUP)
+    (letter,) = await kept.list()
     assert letter.truncated
     assert letter.whole_body_size == len(padded.encode())
     assert padded.encode().startswith(letter.body)

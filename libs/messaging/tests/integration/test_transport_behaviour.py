@@ -29,6 +29,7 @@ from shop.messaging import (
     Worker,
     create_transport,
 )
+from shop.messaging.deadletter_table import PostgresDeadLetterStore
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.outcome import Ack, DeadLetter, Retry
@@ -54,10 +55,17 @@ def raw(naming: Naming, body: bytes, key: str = "raw") -> OutgoingMessage:
 
 
 class Harness:
-    """A worker with one subscriber for OrderCreated, and what it saw."""
+    """A worker with one subscriber for OrderCreated, and what it saw; its dead letters
+    kept in a database of their own, as a service's are."""
 
-    def __init__(self, settings: MessagingSettings, group: str) -> None:
+    def __init__(
+        self,
+        settings: MessagingSettings,
+        group: str,
+        kept_in: async_sessionmaker[AsyncSession],
+    ) -> None:
         self.settings = settings
+        self.dead_letter_store = PostgresDeadLetterStore(kept_in)
         self.naming = Naming(settings.namespace)
         self.group = group
         self.outcomes: list[OutcomeRecord] = []
@@ -75,13 +83,14 @@ class Harness:
             routers=[router],
             sessions=sessions,
             observers=[self.outcomes.append],
+            dead_letter_store=self.dead_letter_store,
         )
 
     async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
         await publish_with(self.settings, *messages)
 
     def dead_letters(self, worker: Worker) -> DeadLetters:
-        return DeadLetters(worker.transport.dead_letter_store, self.group)
+        return worker.dead_letters(self.group)
 
     async def stored_dead_letters(self, worker: Worker, count: int) -> list[StoredDeadLetter]:
         """The dead letters once ``count`` of them are stored: an outcome is reported
@@ -101,8 +110,12 @@ class Harness:
 
 
 @pytest.fixture
-def harness(settings: MessagingSettings, unique_name: str) -> Harness:
-    return Harness(settings, group=unique_name)
+def harness(
+    settings: MessagingSettings,
+    unique_name: str,
+    kept_in: async_sessionmaker[AsyncSession],
+) -> Harness:
+    return Harness(settings, group=unique_name, kept_in=kept_in)
 
 
 async def test_published_events_are_consumed(harness: Harness) -> None:
@@ -421,3 +434,51 @@ async def test_a_keys_messages_are_handled_one_at_a_time_in_their_order(harness:
     for key in ("A", "B", "C"):
         numbers = [number for number, _ in harness.handled if number.startswith(f"SK-{key}-")]
         assert numbers == [f"SK-{key}-{n:02d}" for n in range(10)]
+
+
+async def test_a_redriven_dead_letter_goes_back_to_the_group_that_failed_it_alone(
+    harness: Harness,
+) -> None:
+    failing, other = Router(harness.group), Router(f"{harness.group}-other")
+    handled: dict[str, list[uuid.UUID]] = {failing.group: [], other.group: []}
+    broken = {"yes": True}
+
+    @failing.subscriber(OrderCreated, transactional=False)
+    async def refuse_until_fixed(event: OrderCreated, ctx: MessageContext) -> None:
+        if broken["yes"]:
+            raise PermanentError("no template for this order")
+        handled[failing.group].append(ctx.envelope.event_id)
+
+    @other.subscriber(OrderCreated, transactional=False)
+    async def take(event: OrderCreated, ctx: MessageContext) -> None:
+        handled[other.group].append(ctx.envelope.event_id)
+
+    envelope = order_created()
+    # Of the same key, so that where a key keeps its order, it comes after the first.
+    after = order_created(key=envelope.key)
+    worker = Worker(
+        harness.settings,
+        create_transport(harness.settings),
+        routers=[failing, other],
+        observers=[harness.outcomes.append],
+        dead_letter_store=harness.dead_letter_store,
+    )
+    async with running(worker):
+        await harness.publish([outgoing(envelope, naming=harness.naming)])
+        [letter] = await harness.stored_dead_letters(worker, 1)
+        await wait_until(lambda: handled[other.group] != [], within=WAIT, what="the other group")
+        broken["yes"] = False
+        await worker.dead_letters(failing.group).redrive_one(letter.id)
+        await wait_until(lambda: handled[failing.group] != [], within=WAIT, what="the redrive")
+        # Had the redrive reached the other group as well, it would have by the time a
+        # message published after it has.
+        await harness.publish([outgoing(after, naming=harness.naming)])
+        await wait_until(
+            lambda: after.event_id in handled[other.group], within=WAIT, what="a later message"
+        )
+        left = await worker.dead_letters(failing.group).list()
+
+    assert handled[other.group] == [envelope.event_id, after.event_id]
+    assert handled[failing.group][0] == envelope.event_id
+    assert handled[failing.group].count(envelope.event_id) == 1
+    assert left == []

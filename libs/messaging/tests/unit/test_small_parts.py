@@ -21,9 +21,11 @@ from shop.messaging.logging import mask_emails
 from shop.messaging.message import Delivery, OutgoingMessage
 from shop.messaging.outcome import DeadLetter, Failure
 from shop.messaging.relay import Relay, RelaySettings, _sent_in_key_order, asyncpg_dsn
+from shop.messaging.transports.kafka.topology import dead_letter_topic
 from shop.messaging.transports.kafka.wire import decode_headers
 from shop.messaging.transports.memory import MemoryBroker, MemoryTransport
 from shop.messaging.transports.sqs.client import refused_entries
+from shop.messaging.transports.sqs.topology import SqsQueues, dead_letter_queue_attributes
 
 FIRST = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
 LAST = datetime(2026, 12, 1, 8, 5, tzinfo=UTC)
@@ -133,3 +135,26 @@ def test_reading_a_kafka_record_drops_only_what_faststreams_publish_added() -> N
 def test_an_empty_operator_token_is_refused_rather_than_opening_the_routes() -> None:
     with pytest.raises(ValueError, match="operator token"):
         HealthServer(CollectorRegistry(), lambda: {}, host="127.0.0.1", port=0, operator_token="")
+
+
+def test_a_dead_letter_topic_is_created_with_its_retention_explicit() -> None:
+    topic = dead_letter_topic(
+        "shop-payment-service-dlq", partitions=6, replication_factor=3, retention_ms=604_800_000
+    )
+    assert (topic.name, topic.num_partitions, topic.replication_factor) == (
+        "shop-payment-service-dlq",
+        6,
+        3,
+    )
+    assert topic.topic_configs == {"retention.ms": "604800000"}
+
+
+def test_a_dead_letter_queue_keeps_letters_as_long_as_sqs_allows_at_most() -> None:
+    queues = SqsQueues("q", "url", "arn:q", "dlq-url", "arn:dlq")
+    assert (
+        dead_letter_queue_attributes(queues, retention_seconds=3600)["MessageRetentionPeriod"]
+        == "3600"
+    )
+    assert dead_letter_queue_attributes(queues, retention_seconds=30 * 24 * 3600)[
+        "MessageRetentionPeriod"
+    ] == str(14 * 24 * 3600)

@@ -32,7 +32,7 @@ from shop.messaging.message import Delivery
 from shop.messaging.outbox import message_headers
 from shop.messaging.outcome import DeadLetter, Failure
 from shop.messaging.pipeline import Pipeline
-from shop.messaging.testing import operator_port
+from shop.messaging.testing import collecting_dead_letters, eventually, operator_port
 from shop.messaging.transports.kafka.client import KafkaClient
 from shop.messaging.transports.sqs import SqsTransport
 from shop.messaging.transports.sqs.client import SqsClient
@@ -183,18 +183,27 @@ async def create_all(url: str, metadata: list[MetaData]) -> None:
 
 @asynccontextmanager
 async def worker_ports(
-    messaging: MessagingSettings, databases: dict[str, str] | None = None
+    messaging: MessagingSettings,
+    databases: dict[str, str] | None = None,
+    *,
+    dead_letters: int = 0,
 ) -> AsyncIterator[dict[str, str]]:
     """Each service's worker port as its worker serves it, behind :data:`OPERATOR_TOKEN`:
-    its consumers' dead letters on ``messaging``'s bus and, given ``databases``, its
-    internal API on its database. The base URL of each, by service name."""
+    its consumers' dead letters on ``messaging``'s bus (collected as its worker collects
+    them; once ``dead_letters`` of them are) and, given ``databases``, its internal API on
+    its database. The base URL of each, by service name."""
     async with AsyncExitStack() as stack:
         transport = create_transport(messaging)
         await transport.start()
         stack.push_async_callback(transport.close)
         urls = {}
+        kept = []
         for service in shop_services():
-            routes = list(dead_letter_routes(lambda: transport.dead_letter_store, service.groups))
+            collecting = await stack.enter_async_context(
+                collecting_dead_letters(transport, service.groups)
+            )
+            kept.append((collecting, service.groups))
+            routes = list(dead_letter_routes(collecting.of, service.groups))
             if databases is not None:
                 engine = create_async_engine(
                     databases[service.name].replace("postgresql://", "postgresql+asyncpg://", 1)
@@ -205,6 +214,12 @@ async def worker_ports(
             urls[service.name] = await stack.enter_async_context(
                 operator_port(routes, token=OPERATOR_TOKEN)
             )
+
+        async def all_collected() -> bool:
+            counted = [await each.count(groups) for each, groups in kept]
+            return sum(counted) >= dead_letters
+
+        await eventually(all_collected, within=90, what=f"{dead_letters} dead letters collected")
         yield urls
 
 

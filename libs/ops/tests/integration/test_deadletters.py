@@ -66,7 +66,7 @@ async def test_dead_letters_across_groups_are_listed_shown_redriven_and_purged(
             attempts=8,
         ),
     )
-    async with worker_ports(messaging) as urls:
+    async with worker_ports(messaging, dead_letters=3) as urls:
         settings = reading(urls, messaging)
         letters = await list_dead_letters(settings)
         assert sorted((x.service, x.group, x.key, x.message_type) for x in letters) == sorted(

@@ -182,7 +182,7 @@ async def test_the_dead_letters_about_the_order_are_on_its_timeline(
         Seeded("notification-service", order_created(), "EmailRejected", "another order"),
     )
 
-    async with worker_ports(messaging, service_databases) as urls:
+    async with worker_ports(messaging, service_databases, dead_letters=2) as urls:
         timeline = await order_timeline(reading(urls, messaging), ORDER)
 
     letters = [e for e in timeline if e.what.startswith("dead letter")]

@@ -5,7 +5,7 @@ request per letter."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -14,6 +14,13 @@ import pytest
 from pydantic import SecretStr
 
 from shop.messaging import StoredDeadLetter
+from shop.messaging.deadletters import (
+    Arrival,
+    DeadLetterFilter,
+    DeadLetterPage,
+    DeadLetters,
+    GroupSummary,
+)
 from shop.messaging.internal import dead_letter_routes
 from shop.messaging.testing import operator_port
 from shop.ops.deadletters import (
@@ -22,6 +29,8 @@ from shop.ops.deadletters import (
     GroupCount,
     NoSuchDeadLetter,
     list_dead_letters,
+    page_dead_letters,
+    purge_dead_letter,
     purge_dead_letters,
     redrive_dead_letter,
     redrive_dead_letters,
@@ -86,34 +95,66 @@ def letter(**fields: object) -> DeadLetterEntry:
 
 
 class KeptLetters:
-    """A transport's dead-letter store in memory: what it holds and what went back."""
+    """A service's dead-letter store and its transport's courier in memory: what it holds
+    (in the order given) and what went back."""
 
     def __init__(self, *letters: StoredDeadLetter) -> None:
         self.held = list(letters)
         self.redriven: list[str] = []
 
-    async def list(self, group: str) -> list[StoredDeadLetter]:
-        return [letter for letter in self.held if letter.group == group]
+    async def keep(self, letters: Sequence[StoredDeadLetter]) -> int:
+        raise AssertionError("nothing is collected here")
 
-    async def redrive(self, group: str, letter: StoredDeadLetter) -> None:
-        self.held.remove(letter)
+    async def page(
+        self, group: str, where: DeadLetterFilter, *, after: str | None, limit: int
+    ) -> DeadLetterPage:
+        ids = [letter.id for letter in self.held]
+        start = 0 if after is None else ids.index(after) + 1
+        matching = [x for x in self.held[start:] if x.group == group and where.matches(x)]
+        page = matching[:limit]
+        return DeadLetterPage(page, page[-1].id if len(matching) > limit else None)
+
+    async def get(self, group: str, letter_id: str) -> StoredDeadLetter | None:
+        return next((x for x in self.held if (x.group, x.id) == (group, letter_id)), None)
+
+    async def remove(self, group: str, letter_ids: Sequence[str]) -> list[str]:
+        gone = [x for x in self.held if x.group == group and x.id in letter_ids]
+        for letter in gone:
+            self.held.remove(letter)
+        return [x.id for x in gone]
+
+    async def summary(self, groups: Sequence[str]) -> list[GroupSummary]:
+        raise AssertionError("not asked by the routes")
+
+    async def delete_stored_before(self, cutoff: datetime, limit: int) -> int:
+        raise AssertionError("not asked by the routes")
+
+    async def fetch(self, group: str, limit: int) -> list[Arrival]:
+        return []
+
+    async def fetched(self, group: str, arrivals: Sequence[Arrival]) -> None:
+        raise AssertionError("nothing is collected here")
+
+    async def unfetched(self, group: str, arrivals: Sequence[Arrival]) -> None:
+        raise AssertionError("nothing is collected here")
+
+    async def redeliver(self, group: str, letter: StoredDeadLetter) -> None:
         self.redriven.append(letter.id)
 
-    async def redrive_all(self, group: str, *, per_second: float) -> int:
-        raise AssertionError("the routes redrive one letter at a time")
 
-    async def purge(self, group: str, letters: list[StoredDeadLetter]) -> None:
-        for one in letters:
-            self.held.remove(one)
+def letters_in(store: KeptLetters) -> Callable[[str], DeadLetters]:
+    return lambda group: DeadLetters(store, store, group)
 
 
 @asynccontextmanager
 async def workers(store: KeptLetters) -> AsyncIterator[OpsSettings]:
     """Payment's and notification's workers serving ``store``'s letters of their groups."""
     async with (
-        operator_port(dead_letter_routes(lambda: store, [PAYMENT]), token=TOKEN) as payment,
-        operator_port(dead_letter_routes(lambda: store, [NOTIFICATION]), token=TOKEN) as mail,
-        operator_port(dead_letter_routes(lambda: store, ["order-service"]), token=TOKEN) as order,
+        operator_port(dead_letter_routes(letters_in(store), [PAYMENT]), token=TOKEN) as payment,
+        operator_port(dead_letter_routes(letters_in(store), [NOTIFICATION]), token=TOKEN) as mail,
+        operator_port(
+            dead_letter_routes(letters_in(store), ["order-service"]), token=TOKEN
+        ) as order,
     ):
         yield OpsSettings(
             environment="test",
@@ -220,3 +261,45 @@ async def test_purging_removes_only_what_matches_in_every_group() -> None:
             GroupCount(PAYMENT, PAYMENT, 0),
         ]
         assert [x.id for x in store.held] == ["0-2", "0-3"]
+        assert counts[0].ids == ("0-1",)
+
+
+async def test_purging_by_what_the_workers_filter_deletes_there_and_names_each_letter() -> None:
+    store = KeptLetters(
+        stored(id="11"),
+        stored(id="12", error_type="EmailUnavailable"),
+        stored(id="13", group=PAYMENT, error_type="EmailUnavailable"),
+    )
+    async with workers(store) as settings:
+        counts = await purge_dead_letters(settings, DeadLetterQuery(error_type="EmailUnavailable"))
+        one = await purge_dead_letter(settings, "11", group=NOTIFICATION)
+        with pytest.raises(NoSuchDeadLetter, match="no dead letter '11'"):
+            await purge_dead_letter(settings, "11", group=NOTIFICATION)
+    assert [(c.group, c.count, c.ids) for c in counts] == [
+        (NOTIFICATION, 1, ("12",)),
+        ("order-service", 0, ()),
+        (PAYMENT, 1, ("13",)),
+    ]
+    assert (one.group, one.ids, one.count) == (NOTIFICATION, ("11",), 1)
+    assert store.held == []
+
+
+async def test_pages_run_group_after_group_and_each_starts_where_its_cursor_says() -> None:
+    store = KeptLetters(
+        *(stored(id=str(n)) for n in range(11, 14)),
+        *(stored(id=str(n), group=PAYMENT) for n in range(21, 23)),
+    )
+    async with workers(store) as settings:
+        pages = []
+        cursor = None
+        while True:
+            page = await page_dead_letters(settings, cursor=cursor, limit=2)
+            pages.append([x.id for x in page.letters])
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
+        with pytest.raises(OpsError, match="names no group"):
+            await page_dead_letters(settings, cursor="billing/3")
+        with pytest.raises(OpsError, match="between 1 and 200"):
+            await page_dead_letters(settings, limit=201)
+    assert pages == [["11", "12"], ["13", "21"], ["22"]]

@@ -15,10 +15,10 @@ from shop.console.domain.asyncapi import DocumentView, read_document
 from shop.console.domain.errors import NotFound
 from shop.console.domain.orders import OrderSummary
 from shop.console.domain.passwords import Argon2Cost, hash_password
-from shop.console.ports import LetterQuery, Partial, Sources
+from shop.console.ports import LetterPage, LetterQuery, Partial, Sources
 from shop.console.settings import ConsoleSettings
 from shop.ops.consumers import ConsumerCounts
-from shop.ops.deadletters import DeadLetterEntry
+from shop.ops.deadletters import DeadLetterEntry, Purged
 from shop.ops.errors import OpsError
 from shop.ops.lag import ConsumerLag
 from shop.ops.mail import CapturedMail, PdfAttachment
@@ -111,6 +111,7 @@ class FakeOperations:
     timeline: list[TimelineEntry] = field(default_factory=list)
     redriven: list[tuple[str, str]] = field(default_factory=list)
     purged: list[tuple[str, str]] = field(default_factory=list)
+    page_size: int = 50
     redrive_rates: list[float] = field(default_factory=list)
     unreachable_workers: list[str] = field(default_factory=list)
     lag_failure: OpsError | None = None
@@ -190,9 +191,9 @@ class FakeOperations:
     async def groups(self) -> list[str]:
         return ["notification-service", "order-service", "payment-service"]
 
-    async def dead_letters(self, query: LetterQuery) -> list[DeadLetterEntry]:
+    async def dead_letters(self, query: LetterQuery, *, cursor: str | None = None) -> LetterPage:
         self._fail()
-        return [
+        matching = [
             entry
             for entry in self.letters
             if (query.group is None or entry.group == query.group)
@@ -200,6 +201,11 @@ class FakeOperations:
             and (query.error_type is None or entry.error_type == query.error_type)
             and (query.text is None or query.text.lower() in entry.error_message.lower())
         ]
+        # Pages of PAGE letters; the cursor is the index of the next page's first.
+        start = 0 if cursor is None else int(cursor.partition("/")[2] or 0)
+        page = matching[start : start + self.page_size]
+        more = start + self.page_size < len(matching)
+        return LetterPage(page, f"{page[-1].group}/{start + self.page_size}" if more else None)
 
     async def dead_letter(self, group: str, letter_id: str) -> DeadLetterEntry:
         self._fail()
@@ -215,17 +221,24 @@ class FakeOperations:
         return entry
 
     async def redrive_matching(self, query: LetterQuery, *, per_second: float) -> int:
-        matching = [e for e in await self.dead_letters(query) if not e.truncated]
+        matching: list[DeadLetterEntry] = []
+        cursor: str | None = None
+        while True:
+            page = await self.dead_letters(query, cursor=cursor)
+            matching += [e for e in page.letters if not e.truncated]
+            if page.next_cursor is None:
+                break
+            cursor = page.next_cursor
         for entry in matching:
             await self.redrive(entry.group, entry.id)
         self.redrive_rates.append(per_second)
         return len(matching)
 
-    async def purge(self, group: str, letter_id: str) -> DeadLetterEntry:
+    async def purge(self, group: str, letter_id: str) -> Purged:
         entry = await self.dead_letter(group, letter_id)
         self.letters.remove(entry)
         self.purged.append((group, letter_id))
-        return entry
+        return Purged(entry.service, group, (letter_id,))
 
     async def order_timeline(self, order_id: uuid.UUID) -> list[TimelineEntry]:
         self._fail()

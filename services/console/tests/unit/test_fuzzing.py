@@ -306,7 +306,7 @@ FUZZED: dict[str, Fuzzed] = {
     "GET /consumers": Fuzzed(),
     "GET /reconciliation": Fuzzed(),
     "POST /reconciliation": Fuzzed(form={}, effect=Effect()),
-    "GET /dead-letters": Fuzzed(query=FILTER),
+    "GET /dead-letters": Fuzzed(query=(*FILTER, "cursor")),
     "GET /dead-letters/redrive-matching": Fuzzed(query=FILTER),
     "POST /dead-letters/redrive-matching": Fuzzed(
         form=dict.fromkeys(FILTER, form_text), effect=Effect()

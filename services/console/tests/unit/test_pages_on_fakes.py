@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -255,6 +256,38 @@ async def test_the_dead_letter_list_filters_and_links_each_letter(
         assert f'<label for="{field}">' in everything.text
 
 
+async def test_the_dead_letter_list_shows_a_page_and_links_the_next_by_its_cursor(
+    client: httpx.AsyncClient, shop: FakeShop
+) -> None:
+    shop.operations.page_size = 2
+    shop.operations.letters += [letter(f"0-{n}") for n in range(3)]
+
+    first = await client.get("/dead-letters")
+    second = await client.get("/dead-letters", params={"cursor": "notification-service/2"})
+    foreign = await client.get("/dead-letters", params={"cursor": "../../etc/passwd"})
+
+    assert "2 dead letters on this page" in first.text
+    assert 'href="/dead-letters/notification-service/0-2"' not in first.text
+    assert "cursor=notification-service/2" in first.text
+    assert 'href="/dead-letters/notification-service/0-2"' in second.text
+    assert "Next page" not in second.text
+    assert foreign.status_code == 422
+
+
+async def test_a_malformed_dead_letter_is_listed_and_shown_with_what_was_wrong(
+    client: httpx.AsyncClient, shop: FakeShop
+) -> None:
+    bad = replace(letter("0-3"), problems=("x-dead-letter-attempts='x' is not a whole number",))
+    shop.operations.letters += [letter("0-1"), bad]
+
+    listed = await client.get("/dead-letters")
+    shown = await client.get("/dead-letters/notification-service/0-3")
+
+    assert 'href="/dead-letters/notification-service/0-1"' in listed.text
+    assert listed.text.count(">malformed</span>") == 1
+    assert "x-dead-letter-attempts=&#39;x&#39; is not a whole number" in shown.text
+
+
 async def test_a_dead_letter_shows_its_payload_pretty_its_headers_error_and_times(
     client: httpx.AsyncClient, shop: FakeShop
 ) -> None:
@@ -343,7 +376,10 @@ async def test_a_purge_asks_first_then_removes_the_letter(
 
     assert done.status_code == 303
     assert shop.operations.purged == [("notification-service", "0-17")]
-    assert "Purged: dead letter 0-17" in (await client.get("/dead-letters")).text
+    assert (
+        "Purged: dead letter 0-17 of notification-service deleted from notification-service"
+        "&#39;s store, body and all (1 deleted)." in (await client.get("/dead-letters")).text
+    )
 
 
 async def page_once_ended(client: httpx.AsyncClient, job_page: str) -> httpx.Response:

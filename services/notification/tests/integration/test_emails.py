@@ -11,7 +11,6 @@ import pypdf
 from shop.contracts import OrderCancelled, OrderCreated, OrderPaid, OrderPaymentReversed
 from shop.contracts.payments import ReversalKind
 from shop.devstack import SmtpSink
-from shop.messaging import DeadLetters
 from shop.messaging.testing import eventually, running
 from shop.notification.adapters.faults import FaultyEmailSender
 from shop.notification.adapters.smtp import SmtpEmailSender
@@ -212,7 +211,7 @@ async def test_a_refused_address_or_an_unprintable_order_ends_as_a_dead_letter_w
     in_dollars = order_event(OrderCreated, currency="USD")
     fine = order_event(OrderCreated)
     worker = build_worker(notification_settings, health_port=0)
-    dead_letters = DeadLetters(worker.transport.dead_letter_store, "notification-service")
+    dead_letters = worker.dead_letters("notification-service")
     async with running(worker):
         await bus.publish(refused, in_dollars, fine)
         await smtp_sink.wait_for_async(1, within=60)

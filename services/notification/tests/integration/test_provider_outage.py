@@ -16,7 +16,6 @@ from typing import Any, Final
 
 from shop.contracts import OrderCreated
 from shop.devstack import SmtpSink
-from shop.messaging import DeadLetters
 from shop.messaging.testing import eventually, running
 from shop.notification.bootstrap import build_worker
 from shop.notification.settings import NotificationSettings
@@ -53,7 +52,7 @@ async def test_a_provider_outage_longer_than_the_retries_loses_no_email_and_send
     )
     orders = [order_event(OrderCreated) for _ in range(ORDERS)]
     worker = build_worker(settings, health_port=0)
-    dead_letters = DeadLetters(worker.transport.dead_letter_store, "notification-service")
+    dead_letters = worker.dead_letters("notification-service")
     ProviderFaults(failure_rate=1.0).write(smtp_sink.mail_dir)  # the provider goes down
     async with running(worker):
         await bus.publish(*orders[: ORDERS // 2])

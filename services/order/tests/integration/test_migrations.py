@@ -76,7 +76,7 @@ async def test_the_outbox_and_inbox_come_from_the_messaging_branch_alone(
         heads = {row["version_num"] for row in await connection.fetch("TABLE alembic_version")}
     finally:
         await connection.close()
-    assert "messaging_0002_inbox_retention" in heads
+    assert "messaging_0003_dead_letters" in heads
 
 
 async def test_a_database_whose_outbox_a_service_migration_made_keeps_it_and_its_rows(

@@ -34,7 +34,7 @@ from shop.contracts import (
     wrap,
 )
 from shop.devstack.kafka import KafkaCluster
-from shop.messaging import DeadLetters, Worker, create_transport
+from shop.messaging import Worker
 from shop.messaging.schema import inbox, outbox
 from shop.messaging.testing import eventually, on_kafka, publish_with, running, wait_until
 from shop.payment.adapters.tables import payment_events, payments
@@ -152,19 +152,14 @@ async def until_processed(sessions: Sessions, count: int) -> None:
     await eventually(processed, within=60, what=f"{count} notification(s) processed")
 
 
-async def dead_letters_of(settings: PaymentSettings, count: int) -> list[Any]:
-    transport = create_transport(settings.messaging)
-    await transport.start()
-    try:
-        dead_letters = DeadLetters(transport.dead_letter_store, ConsumerGroup.PAYMENT)
+async def dead_letters_of(worker: Worker, count: int) -> list[Any]:
+    dead_letters = worker.dead_letters(ConsumerGroup.PAYMENT)
 
-        async def dead_lettered() -> bool:
-            return len(await dead_letters.list()) >= count
+    async def dead_lettered() -> bool:
+        return len(await dead_letters.list()) >= count
 
-        await eventually(dead_lettered, within=60, what=f"{count} dead letter(s)")
-        return list(await dead_letters.list())
-    finally:
-        await transport.close()
+    await eventually(dead_lettered, within=60, what=f"{count} dead letter(s)")
+    return list(await dead_letters.list())
 
 
 async def test_the_same_notification_five_times_at_once_pays_once(
@@ -213,7 +208,7 @@ async def test_a_cancel_edited_into_a_settlement_never_pays_and_is_flagged_and_d
     response = await client.post("/v1/payments/webhooks/midtrans", **midtrans_request(edited))
 
     assert response.status_code == 200
-    [letter] = await dead_letters_of(kafka_settings, 1)
+    [letter] = await dead_letters_of(worker, 1)
     assert letter.error_type == "PermanentError"
     assert "says 'settlement', the gateway says 'cancel'" in letter.error_message
     await until_processed(sessions, 1)
@@ -243,7 +238,7 @@ async def test_a_wrong_amount_never_pays_and_ends_as_a_dead_letter_with_the_reas
 
     assert response.status_code == 200
     reason = f"the gateway took 1000 IDR, but the order is {TOTAL} IDR"
-    [letter] = await dead_letters_of(kafka_settings, 1)
+    [letter] = await dead_letters_of(worker, 1)
     assert (letter.error_type, letter.error_message) == (
         "PermanentError",
         f"AmountMismatch: {reason}",
@@ -271,7 +266,7 @@ async def test_a_notification_long_ahead_of_order_created_waits_and_pays_once_it
     # nothing is retried now, so nothing can run out.
     await asyncio.sleep(2)
     assert await payment_status(sessions) is None, "no OrderCreated yet: nothing to pay"
-    assert await dead_letters_of(kafka_settings, 0) == []
+    assert await dead_letters_of(worker, 0) == []
 
     await publish(kafka_settings, order_created())
 

@@ -4,6 +4,7 @@ transaction" (:func:`add`) and "handle this event with this function"
 graceful shutdown live here, once, with the same semantics on every transport."""
 
 from shop.messaging.context import MessageContext
+from shop.messaging.deadletter_table import PostgresDeadLetterStore
 from shop.messaging.deadletters import DeadLetterFilter, DeadLetters, StoredDeadLetter
 from shop.messaging.errors import (
     NoSubscriber,
@@ -34,6 +35,7 @@ __all__ = [
     "OperatorRoute",
     "OutboxItem",
     "PermanentError",
+    "PostgresDeadLetterStore",
     "ProviderUnavailable",
     "PublishError",
     "Relay",

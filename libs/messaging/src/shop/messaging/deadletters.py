@@ -1,15 +1,21 @@
 """Dead letters, the same on every transport: the original message byte for byte, and why.
 
-Each transport stores them its own way (a Kafka topic, an SQS queue, a list) behind
-:class:`DeadLetterStore`; :class:`DeadLetters` is the API people and tools use.
+The broker only carries a dead letter (a consumer writes it to its dead-letter topic or
+queue before it acknowledges the message, and SQS moves there what its redrive policy
+gives up on); the worker collects it from there into the service's own database, which
+keeps it (:class:`DeadLetterStore`; :mod:`shop.messaging.deadletter_table`). Listing is
+paged there, a purge deletes the row, and a redrive hands the message back to the
+consumer that failed it through its transport (:class:`DeadLetterCourier`) before the row
+goes. :class:`DeadLetters` is the API people and tools use.
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
@@ -24,12 +30,18 @@ log = structlog.get_logger("shop.messaging")
 KEPT_PREFIX_BYTES: Final = 64 * 1024
 """How much of a body too large to keep whole a dead letter keeps: enough to recognise the
 message, small enough for any broker's limit beside the dead-letter headers."""
+MAX_PAGE: Final = 200
+"""Most dead letters one page holds."""
+LISTED_BODY_BYTES: Final = 16 * 1024
+"""How much of each body a page holds: enough to recognise a message and find text in it,
+so that a page of letters of up to a broker's 1 MiB each stays a few MiB (an operator
+tool's memory, its timeout); :meth:`DeadLetters.show` gives the whole body."""
 
 
 @dataclass(frozen=True, slots=True)
 class StoredDeadLetter:
     id: str
-    """Unique within its consumer's dead letters (Kafka ``partition-offset``, SQS message id)."""
+    """Unique within its consumer's dead letters (the store's own id once kept)."""
     group: str
     """The consumer that gave up on it (``x-dead-letter-consumer``)."""
     source: str
@@ -47,11 +59,30 @@ class StoredDeadLetter:
     whole_body_size: int | None = None
     """Set when the message was too large to keep whole: ``body`` is then only a prefix,
     and this the size of the whole body (``x-dead-letter-body-sha256`` has its digest)."""
+    transport_id: str = ""
+    """Its id on the broker that carried it (Kafka ``partition-offset``, SQS message id):
+    collecting it twice keeps it once."""
+    problems: tuple[str, ...] = ()
+    """What could not be read of its dead-letter keys (each a sentence): the letter is kept
+    and shown all the same, with a stand-in for each field that was wrong."""
+    stored_at: datetime | None = None
+    """When the store took it in; its retention counts from here."""
+    kept_body_size: int | None = None
+    """Set on a letter of a page whose body is longer than :data:`LISTED_BODY_BYTES`:
+    ``body`` is then only its first bytes, and this the size of the body kept."""
 
     @property
     def truncated(self) -> bool:
         """Only a prefix of the body was kept: redriving it cannot succeed."""
         return self.whole_body_size is not None
+
+    @property
+    def malformed(self) -> bool:
+        return bool(self.problems)
+
+    @property
+    def body_cut_for_listing(self) -> bool:
+        return self.kept_body_size is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +92,11 @@ class DeadLetterFilter:
     message_type: str | None = None
     error_type: str | None = None
     error_contains: str | None = None
+    """Text (any case) in the error message."""
+    since: datetime | None = None
+    """Last failed at or after this."""
+    until: datetime | None = None
+    """Last failed before this."""
 
     def matches(self, letter: StoredDeadLetter) -> bool:
         return (
@@ -70,7 +106,25 @@ class DeadLetterFilter:
                 self.error_contains is None
                 or self.error_contains.lower() in letter.error_message.lower()
             )
+            and (self.since is None or letter.last_failure_at >= self.since)
+            and (self.until is None or letter.last_failure_at < self.until)
         )
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterPage:
+    letters: list[StoredDeadLetter]
+    next_after: str | None
+    """The cursor of the next page (the last letter's id), None on the last page."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """How many dead letters one consumer has, and since when the oldest waits."""
+
+    group: str
+    count: int
+    oldest_stored_at: datetime | None
 
 
 def dead_letter_headers(group: str, delivery: Delivery, outcome: DeadLetter) -> dict[str, str]:
@@ -106,8 +160,13 @@ def truncated_dead_letter(
 def read_dead_letter(
     letter_id: str, body: bytes, stored: Mapping[str, str], key: str | None = None
 ) -> StoredDeadLetter:
-    """Rebuild a dead letter from what a transport stored (``dead_letter_headers``)."""
-    now = datetime.now(UTC).isoformat()
+    """Rebuild a dead letter from what a transport carried (``dead_letter_headers``).
+
+    Never raises: a key that cannot be read (``x-dead-letter-attempts: x``, a time without
+    a zone) gets a stand-in and a sentence in ``problems``, so that one bad letter is shown
+    as bad and never hides the others."""
+    problems: list[str] = []
+    now = datetime.now(UTC)
     return StoredDeadLetter(
         id=letter_id,
         group=stored.get(h.DEAD_LETTER_CONSUMER, ""),
@@ -115,83 +174,167 @@ def read_dead_letter(
         message_type=stored.get(h.MESSAGE_TYPE),
         body=body,
         headers=h.original_headers(dict(stored)),
-        error_type=stored.get(h.DEAD_LETTER_ERROR_TYPE, "unknown"),
+        error_type=stored.get(h.DEAD_LETTER_ERROR_TYPE) or _missing(problems, "error type"),
         error_message=stored.get(h.DEAD_LETTER_ERROR_MESSAGE, ""),
-        attempts=int(stored.get(h.DEAD_LETTER_ATTEMPTS, "0")),
-        first_failure_at=datetime.fromisoformat(stored.get(h.DEAD_LETTER_FIRST_FAILURE_AT, now)),
-        last_failure_at=datetime.fromisoformat(stored.get(h.DEAD_LETTER_LAST_FAILURE_AT, now)),
+        attempts=_whole(stored, h.DEAD_LETTER_ATTEMPTS, problems) or 0,
+        first_failure_at=_moment(stored, h.DEAD_LETTER_FIRST_FAILURE_AT, problems) or now,
+        last_failure_at=_moment(stored, h.DEAD_LETTER_LAST_FAILURE_AT, problems) or now,
         key=key,
-        whole_body_size=_int_or_none(stored.get(h.DEAD_LETTER_BODY_SIZE)),
+        whole_body_size=_whole(stored, h.DEAD_LETTER_BODY_SIZE, problems, optional=True),
+        transport_id=letter_id,
+        problems=tuple(problems),
     )
 
 
-def _int_or_none(value: str | None) -> int | None:
-    try:
-        return None if value is None else int(value)
-    except ValueError:
+def _missing(problems: list[str], what: str) -> str:
+    problems.append(f"no {what} was recorded")
+    return "unknown"
+
+
+def _whole(
+    stored: Mapping[str, str], name: str, problems: list[str], *, optional: bool = False
+) -> int | None:
+    value = stored.get(name)
+    if value is None:
+        if not optional:
+            problems.append(f"{name} is missing")
         return None
+    try:
+        number = int(value)
+    except ValueError:
+        problems.append(f"{name}={value[:100]!r} is not a whole number")
+        return None
+    if number < 0:
+        problems.append(f"{name}={number} is negative")
+        return None
+    return number
+
+
+def _moment(stored: Mapping[str, str], name: str, problems: list[str]) -> datetime | None:
+    value = stored.get(name)
+    if value is None:
+        problems.append(f"{name} is missing")
+        return None
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        problems.append(f"{name}={value[:100]!r} is not an ISO 8601 time")
+        return None
+    if at.tzinfo is None:
+        problems.append(f"{name}={value[:100]!r} has no time zone")
+        return None
+    return at
 
 
 class DeadLetterStore(Protocol):
-    """A transport's dead letters, kept apart by consumer (``group``)."""
+    """Where a service keeps its consumers' dead letters (its database), each consumer's
+    apart (``group``), in the order they were taken in."""
 
-    async def list(self, group: str) -> list[StoredDeadLetter]:
-        """Every dead letter of ``group``, oldest first."""
+    async def keep(self, letters: Sequence[StoredDeadLetter]) -> int:
+        """Take these letters in (one collected twice is kept once, by its group and
+        ``transport_id``); how many were new."""
         ...
 
-    async def redrive(self, group: str, letter: StoredDeadLetter) -> None:
-        """Give ``letter`` back to ``group`` alone (attempts start again) and remove it."""
+    async def page(
+        self, group: str, where: DeadLetterFilter, *, after: str | None, limit: int
+    ) -> DeadLetterPage:
+        """At most ``limit`` matching letters of ``group`` kept after the letter ``after``
+        (from the first without), oldest first; each body cut to :data:`LISTED_BODY_BYTES`
+        (``kept_body_size`` says so)."""
         ...
 
-    async def purge(self, group: str, letters: Sequence[StoredDeadLetter]) -> None:
-        """Remove ``letters`` for good."""
+    async def get(self, group: str, letter_id: str) -> StoredDeadLetter | None: ...
+
+    async def remove(self, group: str, letter_ids: Sequence[str]) -> list[str]:
+        """Delete these letters, bodies and all; the ids of those that were there."""
         ...
 
-    async def redrive_all(self, group: str, *, per_second: float) -> int:
-        """Give every dead letter back to ``group``, at most ``per_second`` a second;
-        how many went back. A transport with a native bulk move uses it."""
+    async def summary(self, groups: Sequence[str]) -> list[GroupSummary]:
+        """How many letters each of ``groups`` has, and when the oldest was taken in."""
+        ...
+
+    async def delete_stored_before(self, cutoff: datetime, limit: int) -> int:
+        """Retention: delete at most ``limit`` letters taken in before ``cutoff``, the
+        oldest first; how many."""
         ...
 
 
-async def redrive_each(
-    store: DeadLetterStore, group: str, letters: Sequence[StoredDeadLetter], per_second: float
-) -> int:
-    """Redrive ``letters`` one by one, spaced so that at most ``per_second`` go a second:
-    a large redrive must not flood the consumer or what it calls."""
-    if per_second <= 0:
-        raise ValueError("per_second must be positive")
-    whole = [letter for letter in letters if not letter.truncated]
-    if len(whole) < len(letters):
-        log.warning(
-            "dead letters kept truncated are not redriven; purge them once dealt with",
-            group=group,
-            truncated=[letter.id for letter in letters if letter.truncated],
-        )
-    for index, letter in enumerate(whole):
-        if index:
-            await asyncio.sleep(1 / per_second)
-        await store.redrive(group, letter)
-    return len(whole)
+@dataclass(frozen=True, slots=True)
+class Arrival:
+    """A dead letter a courier fetched from the broker, not yet taken off it."""
+
+    letter: StoredDeadLetter
+    handle: object = field(compare=False)
+    """What the courier needs to take it off the broker (an offset, a receipt handle)."""
+
+
+class DeadLetterCourier(Protocol):
+    """A transport's side of dead letters: it carries them from the consumers to the
+    store and back to the consumer that failed them."""
+
+    async def fetch(self, group: str, limit: int) -> list[Arrival]:
+        """Up to ``limit`` dead letters of ``group`` waiting on the broker (few or none
+        after a short wait when there are none)."""
+        ...
+
+    async def fetched(self, group: str, arrivals: Sequence[Arrival]) -> None:
+        """These are kept now: take them off the broker (or past them)."""
+        ...
+
+    async def unfetched(self, group: str, arrivals: Sequence[Arrival]) -> None:
+        """These could not be kept: fetch them again."""
+        ...
+
+    async def redeliver(self, group: str, letter: StoredDeadLetter) -> None:
+        """Give ``letter`` back to ``group`` alone, as on its first try."""
+        ...
 
 
 class DeadLetters:
     """List, show, redrive and purge the dead letters of one consumer (``group``)."""
 
-    def __init__(self, store: DeadLetterStore, group: str) -> None:
+    def __init__(self, store: DeadLetterStore, courier: DeadLetterCourier, group: str) -> None:
         self.store = store
+        self.courier = courier
         self.group = group
 
+    async def page(
+        self,
+        where: DeadLetterFilter | None = None,
+        *,
+        after: str | None = None,
+        limit: int = MAX_PAGE,
+    ) -> DeadLetterPage:
+        if not 1 <= limit <= MAX_PAGE:
+            raise ValueError(f"a page holds between 1 and {MAX_PAGE} dead letters")
+        return await self.store.page(
+            self.group, where or DeadLetterFilter(), after=after, limit=limit
+        )
+
     async def list(self, where: DeadLetterFilter | None = None) -> list[StoredDeadLetter]:
-        letters = await self.store.list(self.group)
-        return [letter for letter in letters if where is None or where.matches(letter)]
+        """Every matching letter with its whole body, read a page at a time (for a few,
+        in tests and scripts; a tool pages with :meth:`page`)."""
+        letters: list[StoredDeadLetter] = []
+        after: str | None = None
+        while True:
+            page = await self.page(where, after=after)
+            for letter in page.letters:
+                whole = await self._whole(letter)
+                if whole is not None:  # unless redriven or purged meanwhile
+                    letters.append(whole)
+            if page.next_after is None:
+                return letters
+            after = page.next_after
 
     async def show(self, letter_id: str) -> StoredDeadLetter:
-        for letter in await self.store.list(self.group):
-            if letter.id == letter_id:
-                return letter
-        raise KeyError(f"{self.group} has no dead letter {letter_id!r}")
+        letter = await self.store.get(self.group, letter_id)
+        if letter is None:
+            raise KeyError(f"{self.group} has no dead letter {letter_id!r}")
+        return letter
 
     async def redrive_one(self, letter_id: str) -> StoredDeadLetter:
+        """Send the letter back to this consumer alone, then delete it here: a crash in
+        between leaves it in both places (delivery is at least once), never in neither."""
         letter = await self.show(letter_id)
         if letter.truncated:
             raise ValueError(
@@ -199,19 +342,64 @@ class DeadLetters:
                 f"({letter.whole_body_size} bytes, too large for the broker): it cannot be "
                 "redriven; purge it once dealt with"
             )
-        await self.store.redrive(self.group, letter)
+        await self.courier.redeliver(self.group, letter)
+        await self.store.remove(self.group, [letter.id])
         return letter
 
     async def redrive(
         self, where: DeadLetterFilter | None = None, *, per_second: float = 10.0
     ) -> int:
-        """Redrive every matching dead letter (all of them without a filter), at most
-        ``per_second`` of them a second; how many went back."""
-        if where is None:
-            return await self.store.redrive_all(self.group, per_second=per_second)
-        return await redrive_each(self.store, self.group, await self.list(where), per_second)
+        """Redrive every matching dead letter (all of them without a filter) one by one,
+        at most ``per_second`` a second, so as not to flood the consumer or what it calls;
+        how many went back. Letters kept truncated stay (purge them)."""
+        if per_second <= 0:
+            raise ValueError("per_second must be positive")
+        moved = 0
+        after: str | None = None
+        while True:
+            page = await self.page(where, after=after)
+            for letter in page.letters:
+                if letter.truncated:
+                    log.warning(
+                        "a dead letter kept truncated is not redriven; purge it once dealt with",
+                        group=self.group,
+                        letter=letter.id,
+                    )
+                    continue
+                whole = await self._whole(letter)
+                if whole is None:
+                    continue  # redriven or purged meanwhile
+                if moved:
+                    await asyncio.sleep(1 / per_second)
+                await self.courier.redeliver(self.group, whole)
+                await self.store.remove(self.group, [letter.id])
+                moved += 1
+            if page.next_after is None:
+                return moved
+            after = page.next_after
+
+    async def _whole(self, letter: StoredDeadLetter) -> StoredDeadLetter | None:
+        """The letter with its whole body (a page cuts long ones)."""
+        if not letter.body_cut_for_listing:
+            return letter
+        return await self.store.get(self.group, letter.id)
 
     async def purge(self, where: DeadLetterFilter | None = None) -> int:
-        letters = await self.list(where)
-        await self.store.purge(self.group, letters)
-        return len(letters)
+        """Delete every matching dead letter, a page at a time; how many."""
+        return len(await self.purge_ids(where))
+
+    async def purge_ids(
+        self, where: DeadLetterFilter | None = None, *, most: int | None = None
+    ) -> builtins.list[str]:
+        """Delete matching dead letters (at most ``most``), a page at a time; their ids."""
+        removed: builtins.list[str] = []
+        while most is None or len(removed) < most:
+            limit = MAX_PAGE if most is None else min(MAX_PAGE, most - len(removed))
+            # Each page starts from the first: the letters of the last are gone.
+            page = await self.page(where, limit=limit)
+            if not page.letters:
+                break
+            removed += await self.store.remove(self.group, [x.id for x in page.letters])
+            if page.next_after is None:
+                break
+        return removed

@@ -42,8 +42,9 @@ DEAD_LETTER_BODY_SHA256: Final = "x-dead-letter-body-sha256"
 """Beside the body size: the hex SHA-256 of the whole body, to match it with its source."""
 
 DEAD_LETTER_RESOLVES: Final = "x-dead-letter-resolves"
-"""On a marker record of a Kafka dead-letter topic: the id of the dead letter it settles
-(redriven or purged), since Kafka cannot delete a single record."""
+"""On a marker record an earlier version appended to a Kafka dead-letter topic when it
+redrove or purged a letter (the topic was then the store): no longer written, and passed
+over by the collector."""
 
 DEAD_LETTER_KEYS: Final = frozenset(
     {

@@ -1,7 +1,7 @@
 """The internal API every service's worker port serves under ``/internal/v1`` for its
 operators (the console, ``shopctl``): what its own outbox and inbox hold, and its
-consumers' dead letters (every worker serves those of its own groups, from the transport's
-dead-letter store, with a redrive and a purge of one). A service adds its own routes beside
+consumers' dead letters (every worker serves those of its own groups from its store, a
+page at a time, with a redrive and a purge). A service adds its own routes beside
 these (its orders, its payments, its e-mails), with the same query helpers, so that no
 operator tool ever reads a service's tables.
 
@@ -22,9 +22,9 @@ from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging.deadletters import (
+    MAX_PAGE,
     DeadLetterFilter,
     DeadLetters,
-    DeadLetterStore,
     StoredDeadLetter,
 )
 from shop.messaging.health import OperatorRoute
@@ -228,7 +228,9 @@ def inbox_route(sessions: async_sessionmaker[AsyncSession]) -> OperatorRoute:
 
 
 def dead_letter_document(letter: StoredDeadLetter) -> dict[str, Any]:
-    """A dead letter as JSON: the body byte for byte (base64), and as text to read."""
+    """A dead letter as JSON: the body byte for byte (base64), and as text to read (in a
+    page, its first bytes only when ``kept_body_size`` is set); a letter whose dead-letter
+    keys could not be read says what was wrong (``problems``)."""
     return {
         "id": letter.id,
         "group": letter.group,
@@ -240,52 +242,80 @@ def dead_letter_document(letter: StoredDeadLetter) -> dict[str, Any]:
         "attempts": letter.attempts,
         "first_failure_at": iso(letter.first_failure_at),
         "last_failure_at": iso(letter.last_failure_at),
+        "stored_at": iso(letter.stored_at),
         "truncated": letter.truncated,
         "whole_body_size": letter.whole_body_size,
+        "malformed": letter.malformed,
+        "kept_body_size": letter.kept_body_size,
+        "problems": list(letter.problems),
         "headers": dict(letter.headers),
         "body": letter.body.decode("utf-8", errors="replace"),
         "body_base64": base64.b64encode(letter.body).decode("ascii"),
     }
 
 
-def dead_letter_routes(
-    store: Callable[[], DeadLetterStore], groups: Sequence[str]
-) -> list[OperatorRoute]:
-    """The dead letters of ``groups`` (a worker's consumers) in ``store()`` (its transport's,
-    asked once the transport has started):
+def dead_letter_filter(query: Mapping[str, str]) -> DeadLetterFilter:
+    """``message_type``, ``error_type``, ``error_contains`` and the time range ``since``,
+    ``until`` (of the last failure, ISO 8601 with a zone)."""
+    return DeadLetterFilter(
+        message_type=query.get("message_type") or None,
+        error_type=query.get("error_type") or None,
+        error_contains=query.get("error_contains") or None,
+        since=time_of(query, "since"),
+        until=time_of(query, "until"),
+    )
 
-    - ``GET /internal/v1/dead-letters[?group=…&message_type=…&error_type=…]``: oldest first
-      within each group;
+
+def dead_letter_routes(
+    letters_of: Callable[[str], DeadLetters], groups: Sequence[str]
+) -> list[OperatorRoute]:
+    """The dead letters of ``groups`` (a worker's consumers), ``letters_of(group)``:
+
+    - ``GET /internal/v1/dead-letters?group=…[&message_type=…&error_type=…&error_contains=…
+      &since=…&until=…&after=…&limit=…]``: one page of a group's letters, oldest first, and
+      ``next_after``, the cursor of the next page (null on the last); ``limit`` at most
+      :data:`~shop.messaging.deadletters.MAX_PAGE`. Without ``group``, the first group's
+      (``groups`` lists them all);
     - ``GET /internal/v1/dead-letters/{group}/{letter_id}``: one;
     - ``POST /internal/v1/dead-letters/{group}/{letter_id}/redrive``: back to that consumer
-      alone (409 for one kept truncated);
-    - ``POST /internal/v1/dead-letters/{group}/{letter_id}/purge``: removed for good.
+      alone, then deleted here (409 for one kept truncated);
+    - ``POST /internal/v1/dead-letters/{group}/{letter_id}/purge``: deleted, body and all;
+    - ``POST /internal/v1/dead-letters/{group}/purge[?filters…&limit=…]``: the matching
+      letters deleted, at most ``limit``; ask again until ``count`` is 0.
+
+    A purge answers what it deleted: ``purged`` (the ids) and ``count``.
     """
     known = tuple(groups)
 
-    def letters_of(group: str) -> DeadLetters:
+    def group_of(query: Mapping[str, str]) -> DeadLetters:
+        group = query.get("group") or (known[0] if known else "")
         if group not in known:
             raise BadQuery(f"group {group!r} is none of this worker's ({', '.join(known)})")
-        return DeadLetters(store(), group)
+        return letters_of(group)
 
     async def listed(query: Mapping[str, str]) -> dict[str, Any]:
-        chosen = [query["group"]] if query.get("group") else list(known)
-        where = DeadLetterFilter(
-            message_type=query.get("message_type") or None,
-            error_type=query.get("error_type") or None,
-        )
-        found = [letter for group in chosen for letter in await letters_of(group).list(where)]
-        return {"dead_letters": [dead_letter_document(letter) for letter in found]}
+        letters = group_of(query)
+        limit = limit_of(query, default=MAX_PAGE, most=MAX_PAGE)
+        after = query.get("after") or None
+        if after is not None and not (after.isdigit() and len(after) <= 18):
+            raise BadQuery(f"after={after[:40]!r} is not a cursor this listing gave (next_after)")
+        page = await letters.page(dead_letter_filter(query), after=after, limit=limit)
+        return {
+            "group": letters.group,
+            "groups": list(known),
+            "dead_letters": [dead_letter_document(letter) for letter in page.letters],
+            "next_after": page.next_after,
+        }
 
     async def one(query: Mapping[str, str]) -> dict[str, Any]:
-        letters = letters_of(query["group"])
+        letters = group_of(query)
         try:
             return dead_letter_document(await letters.show(query["letter_id"]))
         except KeyError as missing:
             raise NotFound(str(missing).strip("'\"")) from None
 
     async def redrive(query: Mapping[str, str]) -> dict[str, Any]:
-        letters = letters_of(query["group"])
+        letters = group_of(query)
         try:
             return dead_letter_document(await letters.redrive_one(query["letter_id"]))
         except KeyError as missing:
@@ -294,16 +324,21 @@ def dead_letter_routes(
             raise Conflict(str(truncated)) from None
 
     async def purge(query: Mapping[str, str]) -> dict[str, Any]:
-        letters = letters_of(query["group"])
-        try:
-            letter = await letters.show(query["letter_id"])
-        except KeyError as missing:
-            raise NotFound(str(missing).strip("'\"")) from None
-        await letters.store.purge(letters.group, [letter])
-        return dead_letter_document(letter)
+        letters = group_of(query)
+        removed = await letters.store.remove(letters.group, [query["letter_id"]])
+        if not removed:
+            raise NotFound(f"{letters.group} has no dead letter {query['letter_id']!r}")
+        return {"group": letters.group, "purged": removed, "count": len(removed)}
+
+    async def purge_matching(query: Mapping[str, str]) -> dict[str, Any]:
+        letters = group_of(query)
+        limit = limit_of(query, default=MAX_PAGE, most=MAX_PAGE)
+        removed = await letters.purge_ids(dead_letter_filter(query), most=limit)
+        return {"group": letters.group, "purged": removed, "count": len(removed)}
 
     return [
         OperatorRoute("GET", DEAD_LETTERS_PATH, answering(listed)),
+        OperatorRoute("POST", f"{DEAD_LETTERS_PATH}/{{group}}/purge", answering(purge_matching)),
         OperatorRoute("GET", DEAD_LETTER_PATH, answering(one)),
         OperatorRoute("POST", f"{DEAD_LETTER_PATH}/redrive", answering(redrive)),
         OperatorRoute("POST", f"{DEAD_LETTER_PATH}/purge", answering(purge)),

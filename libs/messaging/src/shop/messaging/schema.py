@@ -1,4 +1,4 @@
-"""The outbox and inbox tables, as SQLAlchemy definitions: created and changed by the
+"""The outbox, inbox and dead-letter tables, as SQLAlchemy definitions: created and changed by the
 library's own migration branch (:mod:`shop.messaging.migrations`), which must match them."""
 
 from __future__ import annotations
@@ -9,16 +9,19 @@ from sqlalchemy import (
     DateTime,
     Identity,
     Index,
+    Integer,
     LargeBinary,
     MetaData,
     PrimaryKeyConstraint,
     String,
     Table,
+    Text,
+    UniqueConstraint,
     Uuid,
     func,
     text,
 )
-from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 metadata = MetaData()
@@ -70,8 +73,36 @@ inbox = Table(
     Index("ix_inbox_processed_at", "processed_at"),
 )
 
+dead_letters = Table(
+    "dead_letters",
+    metadata,
+    # Identity order is the order letters were taken in: the listing's keyset cursor.
+    Column("id", BigInteger, Identity(always=True), primary_key=True),
+    Column("consumer", String(200), nullable=False),
+    # Its id on the broker that carried it: collecting it twice keeps it once.
+    Column("transport_id", String(200), nullable=False),
+    Column("source", Text, nullable=False),
+    Column("message_type", Text),
+    Column("key", Text),
+    Column("error_type", Text, nullable=False),
+    Column("error_message", Text, nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("first_failure_at", DateTime(timezone=True), nullable=False),
+    Column("last_failure_at", DateTime(timezone=True), nullable=False),
+    Column("whole_body_size", BigInteger),
+    Column("headers", JSONB, nullable=False),
+    Column("body", LargeBinary, nullable=False),
+    # What could not be read of its dead-letter keys: shown beside it, never hiding it.
+    Column("problems", ARRAY(Text), nullable=False, server_default=text("'{}'")),
+    Column("stored_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    UniqueConstraint("consumer", "transport_id", name="uq_dead_letters_consumer_transport_id"),
+    # A consumer's letters in order (listing pages); all of them by age (retention).
+    Index("ix_dead_letters_consumer_id", "consumer", "id"),
+    Index("ix_dead_letters_stored_at", "stored_at"),
+)
+
 
 async def create_tables(connection: AsyncConnection) -> None:
-    """Create the outbox and inbox where they are missing (the library's own tests and
+    """Create the outbox, inbox and dead letters where they are missing (the library's own tests and
     benchmarks; services run :mod:`shop.messaging.migrations`)."""
     await connection.run_sync(metadata.create_all)

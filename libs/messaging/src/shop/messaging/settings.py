@@ -16,6 +16,8 @@ Environment = Literal["development", "test", "production"]
 (the test suites) or ``production`` (every deployment: the image and the manifests say so)."""
 
 MIN_SECRET_BYTES: Final = 32
+DEFAULT_DEAD_LETTER_RETENTION: Final = 7 * 24 * 3600
+"""Seconds a broker keeps a dead letter for the worker to collect (a transport's default)."""
 
 
 def unfit_secret(
@@ -169,6 +171,30 @@ class SqsSettings(BaseModel):
     endpoint may stall for two thirds of it without a message showing again."""
 
 
+class DeadLetterSettings(BaseModel):
+    """How long dead letters are kept, where, and how they are looked after."""
+
+    retention_days: float = Field(default=180, gt=0)
+    """How long the service's store keeps a dead letter nobody redrove or purged: long,
+    since some wait for a person (a flagged payment); the oldest's age is a metric."""
+    broker_retention_hours: float = Field(
+        default=DEFAULT_DEAD_LETTER_RETENTION / 3600, ge=1, le=14 * 24
+    )
+    """How long the broker keeps its copy (the dead-letter topic's ``retention.ms``, the
+    dead-letter queue's ``MessageRetentionPeriod``, at most SQS's 14 days): it must outlast
+    any stop of the workers that collect letters from there; and a Kafka copy of a purged
+    letter outlives the purge by at most this (Kafka cannot delete one record)."""
+    collect_interval: float = Field(default=1.0, gt=0)
+    """Seconds between looks at the broker when no dead letter waits there."""
+    cleanup_interval: float = Field(default=3600.0, gt=0)
+    cleanup_batch_size: int = Field(default=1000, ge=1)
+    cleanup_batch_pause: float = Field(default=0.1, ge=0)
+
+    @property
+    def broker_retention_seconds(self) -> int:
+        return round(self.broker_retention_hours * 3600)
+
+
 class MessagingSettings(BaseModel):
     transport: Literal["kafka", "sqs", "memory"] = "memory"
     namespace: str = Field(default="", pattern=r"^([a-z0-9][a-z0-9-]{0,30})?$")
@@ -191,6 +217,7 @@ class MessagingSettings(BaseModel):
     replica its share of the provider's quota (see :mod:`shop.messaging.rate_limit`)."""
     kafka: KafkaSettings = Field(default_factory=KafkaSettings)
     sqs: SqsSettings = Field(default_factory=SqsSettings)
+    dead_letters: DeadLetterSettings = Field(default_factory=DeadLetterSettings)
 
     def unfit_for_production(self, prefix: str) -> list[str]:
         """What would make a deployed service lose or cross messages, each named by its

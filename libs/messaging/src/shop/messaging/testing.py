@@ -20,6 +20,9 @@ from prometheus_client import CollectorRegistry
 
 from shop.contracts import Envelope, encode
 from shop.messaging import headers as h
+from shop.messaging.deadletter_collector import DeadLetterCollector
+from shop.messaging.deadletter_table import MemoryDeadLetterStore
+from shop.messaging.deadletters import DeadLetterCourier, DeadLetters, StoredDeadLetter
 from shop.messaging.health import HealthServer, OperatorRoute
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
@@ -235,3 +238,55 @@ async def operator_port(
         yield f"http://127.0.0.1:{server.port}"
     finally:
         await server.stop()
+
+
+class CollectedDeadLetters:
+    """A transport's dead letters of one group, as a worker keeps them, for tests that run
+    a consumer without a worker: each :meth:`list` first collects what waits on the
+    broker into a store in memory."""
+
+    def __init__(self, transport: Transport, group: str) -> None:
+        self.store = MemoryDeadLetterStore()
+        self.group = group
+        self.collector = DeadLetterCollector(
+            transport.dead_letter_courier, self.store, [group], interval=1.0
+        )
+        self.letters = DeadLetters(self.store, transport.dead_letter_courier, group)
+
+    async def list(self) -> list[StoredDeadLetter]:
+        while await self.collector.collect(self.group):
+            pass
+        return await self.letters.list()
+
+
+@dataclass(frozen=True, slots=True)
+class KeptDeadLetters:
+    """Dead letters kept in memory as a worker keeps them, carried by ``courier``."""
+
+    store: MemoryDeadLetterStore
+    courier: DeadLetterCourier
+
+    def of(self, group: str) -> DeadLetters:
+        return DeadLetters(self.store, self.courier, group)
+
+    async def count(self, groups: Sequence[str]) -> int:
+        return sum(summary.count for summary in await self.store.summary(groups))
+
+
+@asynccontextmanager
+async def collecting_dead_letters(
+    transport: Transport, groups: Sequence[str]
+) -> AsyncIterator[KeptDeadLetters]:
+    """The dead letters of ``groups`` as a worker keeps them (in memory here), collected
+    from the broker in the background meanwhile: for tests that serve a worker's dead
+    letters without running one (``dead_letter_routes`` takes the ``of`` of what this
+    gives)."""
+    kept = KeptDeadLetters(MemoryDeadLetterStore(), transport.dead_letter_courier)
+    collector = DeadLetterCollector(kept.courier, kept.store, groups, interval=0.2)
+    stopping = asyncio.Event()
+    task = asyncio.create_task(collector.run(stopping))
+    try:
+        yield kept
+    finally:
+        stopping.set()
+        await task

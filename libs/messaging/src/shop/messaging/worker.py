@@ -17,6 +17,10 @@ import structlog
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging.breaker import BreakerState, CircuitBreaker
+from shop.messaging.deadletter_collector import DeadLetterCollector
+from shop.messaging.deadletter_retention import DeadLetterCleanup, DeadLetterGauges
+from shop.messaging.deadletter_table import MemoryDeadLetterStore, PostgresDeadLetterStore
+from shop.messaging.deadletters import DeadLetters, DeadLetterStore
 from shop.messaging.health import HealthServer, OperatorRoute
 from shop.messaging.internal import dead_letter_routes
 from shop.messaging.metrics import Metrics
@@ -55,6 +59,7 @@ class Worker:
         operator_token: str | None = None,
         jobs: Sequence[Job] = (),
         on_close: Sequence[Callable[[], Awaitable[None]]] = (),
+        dead_letter_store: DeadLetterStore | None = None,
     ) -> None:
         """``outage``: whether a handler's failure says what it needs is away (the
         service's database), which does not spend the message's attempts.
@@ -68,7 +73,9 @@ class Worker:
         runs beside the consumers (a periodic task, say) until the worker stops: each is
         given an event set at the stop and must return soon after. ``on_close``: what to
         close once everything has stopped (the service's database engine, say), in
-        order."""
+        order. ``dead_letter_store``: where its consumers' dead letters are kept (by
+        default the ``dead_letters`` table of the database of ``sessions``; without one,
+        this process's memory)."""
         self.settings = settings
         self.on_close = list(on_close)
         self.transport = transport
@@ -111,7 +118,10 @@ class Worker:
         ]
         self.relay = relay
         self.consumers: list[Consumer] = []
-        self.jobs = list(jobs)
+        self.dead_letter_store: DeadLetterStore = dead_letter_store or (
+            PostgresDeadLetterStore(sessions) if sessions is not None else MemoryDeadLetterStore()
+        )
+        self.jobs = [*jobs, *self._dead_letter_jobs([router.group for router in routers])]
         self.health = (
             HealthServer(
                 self.metrics.registry,
@@ -121,9 +131,7 @@ class Worker:
                 # Every worker serves its own consumers' dead letters, in the same shape.
                 routes=[
                     *routes,
-                    *dead_letter_routes(
-                        lambda: transport.dead_letter_store, [router.group for router in routers]
-                    ),
+                    *dead_letter_routes(self.dead_letters, [router.group for router in routers]),
                 ],
                 operator_token=operator_token,
                 outage=outage,
@@ -133,6 +141,33 @@ class Worker:
         )
         self._stopping = asyncio.Event()
         self.started = asyncio.Event()
+
+    def dead_letters(self, group: str) -> DeadLetters:
+        """The dead letters of the consumer ``group``: kept in this worker's store, carried
+        by its transport."""
+        return DeadLetters(self.dead_letter_store, self.transport.dead_letter_courier, group)
+
+    def _dead_letter_jobs(self, groups: list[str]) -> list[Job]:
+        """Collecting the consumers' dead letters into the store, and their retention."""
+        if not groups:
+            return []
+        kept = self.settings.dead_letters
+        collector = DeadLetterCollector(
+            self.transport.dead_letter_courier,
+            self.dead_letter_store,
+            groups,
+            interval=kept.collect_interval,
+        )
+        cleanup = DeadLetterCleanup(
+            self.dead_letter_store,
+            groups,
+            DeadLetterGauges(self.metrics.registry),
+            retention_seconds=kept.retention_days * 24 * 3600,
+            interval=kept.cleanup_interval,
+            batch_size=kept.cleanup_batch_size,
+            batch_pause=kept.cleanup_batch_pause,
+        )
+        return [collector.run, cleanup.run]
 
     def stop(self) -> None:
         """Begin a graceful stop (what SIGTERM does)."""

@@ -1,18 +1,19 @@
 """Dead letters across every consumer group of the shop, asked of the worker that runs
 each group (``/internal/v1/dead-letters`` on its operator port, with the operator token):
-list them (filtered), show one, redrive one or all that match (at a bounded rate), purge
-those that match. A worker serves its own groups' letters from its transport's dead-letter
-store, so a redrive goes back to the consumer that failed, and to it alone; this library
-never reaches the bus for them."""
+list them a page at a time (filtered), show one, redrive one or all that match (at a
+bounded rate), purge those that match (deleted from the service's store, body and all,
+naming each letter deleted). A worker serves its own groups' letters from its service's
+database, and a redrive goes back to the consumer that failed, and to it alone; this
+library never reaches the bus for them."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from shop.ops.errors import OpsError
 from shop.ops.internal import NotFoundThere, OperatorPort, operator_port, quoted
@@ -20,6 +21,10 @@ from shop.ops.services import ConsumerGroupOf, consumer_groups
 from shop.ops.settings import OpsSettings
 
 DEAD_LETTERS_PATH = "/internal/v1/dead-letters"
+PAGE: Final = 50
+"""Dead letters a page holds unless asked otherwise."""
+MAX_PAGE: Final = 200
+"""The most a worker answers in one page (``shop.messaging.deadletters.MAX_PAGE``)."""
 
 
 class NoSuchDeadLetter(OpsError):
@@ -31,7 +36,7 @@ class DeadLetterEntry:
     """One dead letter, with the consumer group and the service it belongs to."""
 
     id: str
-    """Unique within its group (Kafka ``partition-offset``, SQS message id)."""
+    """Unique within its group (the id its service's store gave it)."""
     service: str
     group: str
     source: str
@@ -47,6 +52,17 @@ class DeadLetterEntry:
     """Only a prefix of the body was kept: it cannot be redriven."""
     body: bytes
     headers: Mapping[str, str]
+    problems: tuple[str, ...] = ()
+    """What could not be read of its dead-letter keys: shown as bad, beside the others."""
+    stored_at: datetime | None = None
+    """When its service's store took it in (its retention counts from there)."""
+    kept_body_size: int | None = None
+    """Set on a letter of a listing whose body is long: ``body`` is then its first bytes
+    only, and this the whole body's size (:func:`show_dead_letter` gives all of it)."""
+
+    @property
+    def malformed(self) -> bool:
+        return bool(self.problems)
 
     @classmethod
     def of(cls, service: str, document: Mapping[str, Any]) -> DeadLetterEntry:
@@ -66,6 +82,11 @@ class DeadLetterEntry:
             truncated=bool(document["truncated"]),
             body=base64.b64decode(document["body_base64"]),
             headers={str(k): str(v) for k, v in document.get("headers", {}).items()},
+            problems=tuple(str(p) for p in document.get("problems", ())),
+            kept_body_size=document.get("kept_body_size"),
+            stored_at=(
+                datetime.fromisoformat(document["stored_at"]) if document.get("stored_at") else None
+            ),
         )
 
 
@@ -82,7 +103,11 @@ class DeadLetterQuery:
     """The exception's name (``PermanentError``, ``EmailRejected``, …)."""
     contains: str | None = None
     """Text (any case) in the error message, the key or the body. The workers filter by
-    type and error type; this is looked for here, in what they answered."""
+    type, error type and time; this is looked for here, in each page they answered."""
+    since: datetime | None = None
+    """Last failed at or after this."""
+    until: datetime | None = None
+    """Last failed before this."""
 
     def takes(self, consumer: ConsumerGroupOf) -> bool:
         return (self.service is None or consumer.service == self.service) and (
@@ -92,13 +117,22 @@ class DeadLetterQuery:
     @property
     def params(self) -> dict[str, str]:
         """What a worker's ``GET /internal/v1/dead-letters`` filters by itself."""
-        asked = {"message_type": self.message_type, "error_type": self.error_type}
+        asked = {
+            "message_type": self.message_type,
+            "error_type": self.error_type,
+            "since": None if self.since is None else self.since.isoformat(),
+            "until": None if self.until is None else self.until.isoformat(),
+        }
         return {name: value for name, value in asked.items() if value is not None}
 
     def matches(self, letter: DeadLetterEntry) -> bool:
         if self.message_type is not None and letter.message_type != self.message_type:
             return False
         if self.error_type is not None and letter.error_type != self.error_type:
+            return False
+        if self.since is not None and letter.last_failure_at < self.since:
+            return False
+        if self.until is not None and letter.last_failure_at >= self.until:
             return False
         if self.contains is None:
             return True
@@ -115,11 +149,34 @@ class DeadLetterQuery:
 
 @dataclass(frozen=True, slots=True)
 class GroupCount:
-    """How many dead letters of one group an operation moved or removed."""
+    """How many dead letters of one group an operation moved or removed (and, for a
+    purge, the id of each one deleted)."""
 
     service: str
     group: str
     count: int
+    ids: tuple[str, ...] = field(default=(), compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Purged:
+    """What a purge of one letter deleted from its service's store."""
+
+    service: str
+    group: str
+    ids: tuple[str, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterPage:
+    """One page of dead letters, and where the next begins (None: this was the last)."""
+
+    letters: list[DeadLetterEntry]
+    next_cursor: str | None
 
 
 def _chosen(query: DeadLetterQuery) -> list[ConsumerGroupOf]:
@@ -138,39 +195,110 @@ def _letter_path(group: str, letter_id: str, action: str = "") -> str:
     return f"{path}/{action}" if action else path
 
 
-async def _matching(
-    port: OperatorPort, consumer: ConsumerGroupOf, query: DeadLetterQuery
-) -> list[DeadLetterEntry]:
-    answer = await port.get(DEAD_LETTERS_PATH, {"group": consumer.group, **query.params})
+def _cursor(group: str, after: str | None) -> str:
+    return f"{group}/{after or ''}"
+
+
+def _from_cursor(
+    cursor: str | None, consumers: Sequence[ConsumerGroupOf]
+) -> tuple[int, str | None]:
+    """Which of ``consumers`` a cursor points into, and after which letter of it."""
+    if not cursor:
+        return 0, None
+    group, _, after = cursor.partition("/")
+    for index, consumer in enumerate(consumers):
+        if consumer.group == group:
+            return index, after or None
+    raise OpsError(f"the cursor {cursor!r} names no group this query reads")
+
+
+async def _group_page(
+    port: OperatorPort,
+    consumer: ConsumerGroupOf,
+    query: DeadLetterQuery,
+    after: str | None,
+    limit: int,
+) -> tuple[list[DeadLetterEntry], str | None]:
+    """One page of the group's worker (filtered there by type, error type and time, here
+    by text), and the cursor of its next page there."""
+    params = {"group": consumer.group, "limit": str(limit), **query.params}
+    if after is not None:
+        params["after"] = after
+    answer = await port.get(DEAD_LETTERS_PATH, params)
     letters = [DeadLetterEntry.of(consumer.service, one) for one in answer["dead_letters"]]
-    return [letter for letter in letters if query.matches(letter)]
+    return [x for x in letters if query.matches(x)], answer.get("next_after")
+
+
+async def page_dead_letters(
+    settings: OpsSettings,
+    query: DeadLetterQuery | None = None,
+    *,
+    cursor: str | None = None,
+    limit: int = PAGE,
+) -> DeadLetterPage:
+    """At most ``limit`` matching dead letters, group after group, oldest first within a
+    group, from ``cursor`` (a page's ``next_cursor``; the first page without). Each worker
+    answers at most ``limit`` at a time, so that no page reads more than that."""
+    if not 1 <= limit <= MAX_PAGE:
+        raise OpsError(f"a page holds between 1 and {MAX_PAGE} dead letters")
+    query = query or DeadLetterQuery()
+    consumers = _chosen(query)
+    index, after = _from_cursor(cursor, consumers)
+    letters: list[DeadLetterEntry] = []
+    while index < len(consumers):
+        consumer = consumers[index]
+        async with operator_port(settings, consumer.service) as port:
+            found, next_after = await _group_page(
+                port, consumer, query, after, limit - len(letters)
+            )
+        letters += found
+        if next_after is not None:
+            after = next_after
+        else:
+            index, after = index + 1, None
+        if len(letters) >= limit:
+            break
+    more = index < len(consumers)
+    return DeadLetterPage(letters, _cursor(consumers[index].group, after) if more else None)
+
+
+async def _each_page(
+    settings: OpsSettings, query: DeadLetterQuery
+) -> AsyncIterator[list[DeadLetterEntry]]:
+    cursor: str | None = None
+    while True:
+        page = await page_dead_letters(settings, query, cursor=cursor, limit=MAX_PAGE)
+        yield page.letters
+        if page.next_cursor is None:
+            return
+        cursor = page.next_cursor
 
 
 async def list_dead_letters(
     settings: OpsSettings, query: DeadLetterQuery | None = None
 ) -> list[DeadLetterEntry]:
-    """Every matching dead letter, by service and group, oldest first within a group."""
-    query = query or DeadLetterQuery()
-    entries: list[DeadLetterEntry] = []
-    for consumer in _chosen(query):
-        async with operator_port(settings, consumer.service) as port:
-            entries += await _matching(port, consumer, query)
-    return entries
+    """Every matching dead letter, by service and group, oldest first within a group,
+    read a page at a time (for a few: a tool that shows them pages with
+    :func:`page_dead_letters`)."""
+    return [
+        letter async for page in _each_page(settings, query or DeadLetterQuery()) for letter in page
+    ]
 
 
 async def _group_of(settings: OpsSettings, letter_id: str, group: str | None) -> ConsumerGroupOf:
-    """``group``'s consumer, or (None) that of the one group that holds ``letter_id``."""
+    """``group``'s consumer, or (None) that of the one group that holds ``letter_id``
+    (each group's worker is asked for that one letter)."""
     if group is not None:
         (consumer,) = _chosen(DeadLetterQuery(group=group))
         return consumer
-    holders = [
-        consumer
-        for consumer in _chosen(DeadLetterQuery())
-        if any(
-            letter.id == letter_id
-            for letter in await list_dead_letters(settings, DeadLetterQuery(group=consumer.group))
-        )
-    ]
+    holders = []
+    for consumer in _chosen(DeadLetterQuery()):
+        async with operator_port(settings, consumer.service) as port:
+            try:
+                await port.get(_letter_path(consumer.group, letter_id))
+            except NotFoundThere:
+                continue
+        holders.append(consumer)
     if not holders:
         raise NoSuchDeadLetter(f"no dead letter {letter_id!r} in any consumer group")
     if len(holders) > 1:
@@ -212,9 +340,18 @@ async def redrive_dead_letter(
 
 async def purge_dead_letter(
     settings: OpsSettings, letter_id: str, *, group: str | None = None
-) -> DeadLetterEntry:
-    """Remove the dead letter ``letter_id`` for good; what it was."""
-    return await _one(settings, letter_id, group, "purge")
+) -> Purged:
+    """Delete the dead letter ``letter_id`` from its service's store, body and all; what
+    the worker says it deleted."""
+    consumer = await _group_of(settings, letter_id, group)
+    async with operator_port(settings, consumer.service) as port:
+        try:
+            answer = await port.post(_letter_path(consumer.group, letter_id, "purge"))
+        except NotFoundThere as missing:
+            raise NoSuchDeadLetter(
+                f"no dead letter {letter_id!r} in group {consumer.group}"
+            ) from missing
+    return Purged(consumer.service, consumer.group, tuple(str(x) for x in answer["purged"]))
 
 
 async def redrive_dead_letters(
@@ -224,10 +361,9 @@ async def redrive_dead_letters(
     ``per_second`` a second overall (the groups one after the other); how many went back,
     per group. Letters kept truncated are left where they are (purge them).
 
-    One request to the group's worker per letter (each a move on its transport), where SQS
-    used to move a whole group in one task: the rate bounds what the workers and the
-    consumers are asked, and a letter another operator redrove or purged meanwhile is
-    skipped, not an error."""
+    One request to the group's worker per letter, read a page at a time: the rate bounds
+    what the workers and the consumers are asked, and a letter another operator redrove
+    or purged meanwhile is skipped, not an error."""
     if per_second <= 0:
         raise OpsError("the redrive rate must be positive")
     query = query or DeadLetterQuery()
@@ -235,18 +371,23 @@ async def redrive_dead_letters(
     first = True
     for consumer in _chosen(query):
         moved = 0
+        after: str | None = None
         async with operator_port(settings, consumer.service) as port:
-            for letter in await _matching(port, consumer, query):
-                if letter.truncated:
-                    continue
-                if not first:
-                    await asyncio.sleep(1 / per_second)
-                first = False
-                try:
-                    await port.post(_letter_path(consumer.group, letter.id, "redrive"))
-                except NotFoundThere:
-                    continue
-                moved += 1
+            while True:
+                letters, after = await _group_page(port, consumer, query, after, MAX_PAGE)
+                for letter in letters:
+                    if letter.truncated:
+                        continue
+                    if not first:
+                        await asyncio.sleep(1 / per_second)
+                    first = False
+                    try:
+                        await port.post(_letter_path(consumer.group, letter.id, "redrive"))
+                    except NotFoundThere:
+                        continue
+                    moved += 1
+                if after is None:
+                    break
         counts.append(GroupCount(consumer.service, consumer.group, moved))
     return counts
 
@@ -254,21 +395,49 @@ async def redrive_dead_letters(
 async def purge_dead_letters(
     settings: OpsSettings, query: DeadLetterQuery | None = None
 ) -> list[GroupCount]:
-    """Remove every matching dead letter for good; how many, per group (one request to
-    the group's worker per letter)."""
+    """Delete every matching dead letter from its service's store, body and all; how many,
+    and which, per group. The workers delete what matches their own filters a page at a
+    time; a text to look for (``contains``) is matched here, page by page, and each letter
+    that matches purged by its id."""
     query = query or DeadLetterQuery()
     counts = []
     for consumer in _chosen(query):
-        purged = 0
         async with operator_port(settings, consumer.service) as port:
-            for letter in await _matching(port, consumer, query):
-                try:
-                    await port.post(_letter_path(consumer.group, letter.id, "purge"))
-                except NotFoundThere:
-                    continue
-                purged += 1
-        counts.append(GroupCount(consumer.service, consumer.group, purged))
+            if query.contains is None:
+                purged = await _purge_matching_there(port, consumer, query)
+            else:
+                purged = await _purge_matching_here(port, consumer, query)
+        counts.append(GroupCount(consumer.service, consumer.group, len(purged), tuple(purged)))
     return counts
+
+
+async def _purge_matching_there(
+    port: OperatorPort, consumer: ConsumerGroupOf, query: DeadLetterQuery
+) -> list[str]:
+    purged: list[str] = []
+    path = f"{DEAD_LETTERS_PATH}/{quoted(consumer.group)}/purge"
+    while True:
+        answer = await port.post(path, {"limit": str(MAX_PAGE), **query.params})
+        purged += [str(x) for x in answer["purged"]]
+        if int(answer["count"]) == 0:
+            return purged
+
+
+async def _purge_matching_here(
+    port: OperatorPort, consumer: ConsumerGroupOf, query: DeadLetterQuery
+) -> list[str]:
+    purged: list[str] = []
+    after: str | None = None
+    while True:
+        letters, after = await _group_page(port, consumer, query, after, MAX_PAGE)
+        for letter in letters:
+            try:
+                answer = await port.post(_letter_path(consumer.group, letter.id, "purge"))
+            except NotFoundThere:
+                continue
+            purged += [str(x) for x in answer["purged"]]
+        if after is None:
+            return purged
 
 
 def count(counts: Sequence[GroupCount]) -> int:

@@ -12,7 +12,7 @@ from typing import Generic, Protocol, TypeVar
 from shop.console.domain.asyncapi import DocumentView
 from shop.console.domain.orders import OrderSummary
 from shop.ops.consumers import ConsumerCounts
-from shop.ops.deadletters import DeadLetterEntry
+from shop.ops.deadletters import DeadLetterEntry, Purged
 from shop.ops.lag import ConsumerLag
 from shop.ops.mail import CapturedMail
 from shop.ops.outbox import OutboxStatus
@@ -73,6 +73,14 @@ class LetterQuery:
         return " ".join(["every dead letter", *parts])
 
 
+@dataclass(frozen=True, slots=True)
+class LetterPage:
+    """One page of dead letters, and the cursor of the next (None: the last)."""
+
+    letters: list[DeadLetterEntry]
+    next_cursor: str | None = None
+
+
 class Operations(Protocol):
     """The running shop as :mod:`shop.ops` sees it. Failures to reach a part are
     :class:`shop.ops.errors.OpsError`, shown on the page that needed it."""
@@ -91,7 +99,11 @@ class Operations(Protocol):
         """Every consumer group of the shop (each has its own dead letters)."""
         ...
 
-    async def dead_letters(self, query: LetterQuery) -> list[DeadLetterEntry]: ...
+    async def dead_letters(self, query: LetterQuery, *, cursor: str | None = None) -> LetterPage:
+        """One page of the letters ``query`` matches, from ``cursor`` (a page's
+        ``next_cursor``; the first page without). Raise
+        :class:`shop.console.domain.errors.NotFound` for a cursor of no page."""
+        ...
 
     async def dead_letter(self, group: str, letter_id: str) -> DeadLetterEntry:
         """Raise :class:`shop.console.domain.errors.NotFound` when there is none."""
@@ -105,8 +117,8 @@ class Operations(Protocol):
         """Redrive every letter ``query`` matches, at most ``per_second`` a second."""
         ...
 
-    async def purge(self, group: str, letter_id: str) -> DeadLetterEntry:
-        """Remove the letter for good."""
+    async def purge(self, group: str, letter_id: str) -> Purged:
+        """Delete the letter from its service's store, body and all; what was deleted."""
         ...
 
     async def reconciliation(self) -> Reconciliation | None:

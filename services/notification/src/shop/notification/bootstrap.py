@@ -6,7 +6,7 @@ from typing import Final
 
 from shop.database import create_engine, session_factory
 from shop.database.driver import connection_lost
-from shop.messaging import Worker, create_transport
+from shop.messaging import PostgresDeadLetterStore, Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.messaging.metrics import Metrics
 from shop.messaging.relay import asyncpg_dsn
@@ -82,6 +82,7 @@ def build_worker(
         metrics=metrics,
         jobs=[retention.run],
         routes=internal_routes(session_factory(engine)),
+        dead_letter_store=PostgresDeadLetterStore(session_factory(engine)),
         operator_token=(
             settings.operator_token.get_secret_value()
             if settings.operator_token is not None

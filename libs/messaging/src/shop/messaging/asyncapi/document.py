@@ -55,8 +55,10 @@ _DELAY_DESCRIPTION = (
 _DEAD_LETTER_DESCRIPTION = (
     "The dead letters of {group}: a message its consumer gave up on (attempts exhausted, a "
     "permanent error, or a body it could not decode, validate or route), its original body "
-    "and headers byte for byte plus why it is here. Redrive and purge markers of the "
-    "dead-letter tooling are written here as well."
+    "and headers byte for byte plus why it is here. The consumer's worker collects them "
+    "from here (consumer group {group}-dead-letters) into its service's database, which "
+    "keeps, lists, redrives and purges them; the topic keeps its copies only for its "
+    "retention.ms."
 )
 
 _DELAY_TAG: Final = {
@@ -319,7 +321,10 @@ def _dead_letter_headers(contracts: Sequence[type[Contract]]) -> dict[str, Any]:
             h.DEAD_LETTER_LAST_FAILURE_AT: _string("When the last try failed (ISO 8601)."),
             h.DEAD_LETTER_BODY_SIZE: _string("Of a body kept as a prefix: its whole size."),
             h.DEAD_LETTER_BODY_SHA256: _string("Of a body kept as a prefix: its SHA-256."),
-            h.DEAD_LETTER_RESOLVES: _string("On a redrive or purge marker: what it settles."),
+            h.DEAD_LETTER_RESOLVES: _string(
+                "On a redrive or purge marker an earlier version wrote: what it settled "
+                "(no longer written; the collector passes over it)."
+            ),
         }
     )
     headers["properties"][h.MESSAGE_TYPE].pop("enum")  # a message of any type may be refused

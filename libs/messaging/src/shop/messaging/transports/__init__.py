@@ -14,14 +14,15 @@ def create_transport(settings: MessagingSettings) -> Transport:
     """The transport ``settings.transport`` names (imported lazily: a memory-only test run
     does not load the Kafka or AWS clients)."""
     naming = Naming(settings.namespace)
+    kept = settings.dead_letters.broker_retention_seconds
     if settings.transport == "kafka":
         from shop.messaging.transports.kafka import KafkaTransport  # noqa: PLC0415
 
-        return KafkaTransport(settings.kafka, naming)
+        return KafkaTransport(settings.kafka, naming, dead_letter_retention_seconds=kept)
     if settings.transport == "sqs":
         from shop.messaging.transports.sqs import SqsTransport  # noqa: PLC0415
 
-        return SqsTransport(settings.sqs, naming)
+        return SqsTransport(settings.sqs, naming, dead_letter_retention_seconds=kept)
     from shop.messaging.transports.memory import MemoryTransport  # noqa: PLC0415
 
     return MemoryTransport(naming=naming)

@@ -8,7 +8,7 @@ The ``kafka`` and ``sqs`` packages have the same modules, one job each: ``wire``
 message is laid out on the broker), ``client`` (every call to the broker's SDK),
 ``topology`` (what a consumer needs on the broker), ``transport`` (this Protocol),
 ``consumer`` (the consume loop and settling) and ``deadletters`` (the broker's
-:class:`DeadLetterStore`). ``memory`` is one module with its sections in that order:
+:class:`DeadLetterCourier`). ``memory`` is one module with its sections in that order:
 wire, broker (in place of a client), transport, consumer, dead letters.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from shop.messaging.deadletters import DeadLetterStore
+from shop.messaging.deadletters import DeadLetterCourier
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.pipeline import Pipeline
@@ -113,4 +113,7 @@ class Transport(Protocol):
     def consumer(self, pipeline: Pipeline, options: ConsumerOptions) -> Consumer: ...
 
     @property
-    def dead_letter_store(self) -> DeadLetterStore: ...
+    def dead_letter_courier(self) -> DeadLetterCourier:
+        """Carries each consumer's dead letters from its dead-letter topic or queue to the
+        worker's store, and a redriven one back to that consumer alone."""
+        ...

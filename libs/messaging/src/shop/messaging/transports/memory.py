@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 
 from shop.messaging import headers as h
 from shop.messaging.deadletters import (
+    Arrival,
     StoredDeadLetter,
     dead_letter_headers,
     read_dead_letter,
-    redrive_each,
 )
 from shop.messaging.dispatch import KeyedDispatcher
 from shop.messaging.message import Delivery, OutgoingMessage
@@ -105,7 +105,7 @@ class MemoryTransport:
     def __init__(self, broker: MemoryBroker | None = None, naming: Naming | None = None) -> None:
         self.broker = broker or _default_broker()
         self.naming = naming or Naming()
-        self._store = MemoryDeadLetterStore(self.broker)
+        self._courier = MemoryDeadLetterCourier(self.broker)
 
     async def start(self) -> None:
         return None
@@ -125,8 +125,8 @@ class MemoryTransport:
         return MemoryConsumer(self.broker, pipeline, options)
 
     @property
-    def dead_letter_store(self) -> MemoryDeadLetterStore:
-        return self._store
+    def dead_letter_courier(self) -> MemoryDeadLetterCourier:
+        return self._courier
 
 
 # -- consumer -------------------------------------------------------------------------
@@ -193,22 +193,24 @@ class MemoryConsumer(ConsumerLifecycle):
 # -- dead letters ---------------------------------------------------------------------
 
 
-class MemoryDeadLetterStore:
+class MemoryDeadLetterCourier:
+    """The dead letters a consumer left on the broker, until the worker keeps them."""
+
     def __init__(self, broker: MemoryBroker) -> None:
         self._broker = broker
 
-    async def list(self, group: str) -> list[StoredDeadLetter]:
-        return list(self._broker.dead_letters[group].values())
+    async def fetch(self, group: str, limit: int) -> list[Arrival]:
+        waiting = list(self._broker.dead_letters[group].values())[:limit]
+        return [Arrival(letter, handle=letter.transport_id) for letter in waiting]
 
-    async def redrive(self, group: str, letter: StoredDeadLetter) -> None:
-        self._broker.dead_letters[group].pop(letter.id, None)
+    async def fetched(self, group: str, arrivals: Sequence[Arrival]) -> None:
+        for arrival in arrivals:
+            self._broker.dead_letters[group].pop(str(arrival.handle), None)
+
+    async def unfetched(self, group: str, arrivals: Sequence[Arrival]) -> None:
+        return None  # they stay where they are until fetched
+
+    async def redeliver(self, group: str, letter: StoredDeadLetter) -> None:
         self._broker.enqueue(
             group, _first_try(letter.body, letter.headers, letter.source, letter.key)
         )
-
-    async def redrive_all(self, group: str, *, per_second: float) -> int:
-        return await redrive_each(self, group, await self.list(group), per_second)
-
-    async def purge(self, group: str, letters: Sequence[StoredDeadLetter]) -> None:
-        for letter in letters:
-            self._broker.dead_letters[group].pop(letter.id, None)

@@ -10,14 +10,15 @@ from typing import Protocol
 import httpx
 
 from shop.console.domain.errors import NotFound
-from shop.console.ports import LetterQuery, Partial
+from shop.console.ports import LetterPage, LetterQuery, Partial
 from shop.ops.consumers import ConsumerCounts, counts_of_groups, worker_metrics
 from shop.ops.deadletters import (
     DeadLetterEntry,
     DeadLetterQuery,
     NoSuchDeadLetter,
+    Purged,
     count,
-    list_dead_letters,
+    page_dead_letters,
     purge_dead_letter,
     redrive_dead_letter,
     redrive_dead_letters,
@@ -34,9 +35,12 @@ from shop.ops.settings import OpsSettings
 from shop.ops.timeline import TimelineEntry, order_timeline
 from shop.ops.traces import OrderTrace, order_traces
 
+PAGE_SIZE = 50
+"""Dead letters on one page of the console."""
+
 
 class OnOneLetter(Protocol):
-    """Show, redrive or purge one dead letter (:mod:`shop.ops.deadletters`)."""
+    """Show or redrive one dead letter (:mod:`shop.ops.deadletters`)."""
 
     def __call__(
         self, settings: OpsSettings, letter_id: str, *, group: str | None = None
@@ -85,10 +89,18 @@ class ShopOperations:
     async def groups(self) -> list[str]:
         return [consumer.group for consumer in consumer_groups()]
 
-    async def dead_letters(self, query: LetterQuery) -> list[DeadLetterEntry]:
-        if query.group is not None and query.group not in await self.groups():
-            return []
-        return await list_dead_letters(self.settings, _ops_query(query))
+    async def dead_letters(self, query: LetterQuery, *, cursor: str | None = None) -> LetterPage:
+        groups = await self.groups()
+        if query.group is not None and query.group not in groups:
+            return LetterPage([])
+        if cursor is not None and cursor.partition("/")[0] not in (
+            [query.group] if query.group else groups
+        ):
+            raise NotFound("that page's cursor names no group of this filter: start again")
+        page = await page_dead_letters(
+            self.settings, _ops_query(query), cursor=cursor, limit=PAGE_SIZE
+        )
+        return LetterPage(page.letters, page.next_cursor)
 
     async def dead_letter(self, group: str, letter_id: str) -> DeadLetterEntry:
         return await self._one_letter(show_dead_letter, group, letter_id)
@@ -102,8 +114,13 @@ class ShopOperations:
         counts = await redrive_dead_letters(self.settings, _ops_query(query), per_second=per_second)
         return count(counts)
 
-    async def purge(self, group: str, letter_id: str) -> DeadLetterEntry:
-        return await self._one_letter(purge_dead_letter, group, letter_id)
+    async def purge(self, group: str, letter_id: str) -> Purged:
+        if group not in await self.groups():
+            raise NotFound(f"the shop has no consumer group {group!r}")
+        try:
+            return await purge_dead_letter(self.settings, letter_id, group=group)
+        except NoSuchDeadLetter as missing:
+            raise NotFound(f"{missing} (redriven or purged already?)") from missing
 
     async def _one_letter(self, act: OnOneLetter, group: str, letter_id: str) -> DeadLetterEntry:
         # A group the shop does not run, or a letter its worker does not hold, is a 404

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse
 from starlette.responses import Response
 
@@ -65,27 +65,36 @@ FilterQuery = Annotated[LetterQuery, Depends(_query)]
 FilterForm = Annotated[LetterQuery, Depends(_form_query)]
 
 
+Cursor = Annotated[str, Query(max_length=300, pattern=r"^([A-Za-z0-9._-]+/[0-9]{0,18})?$")]
+"""A page's ``next_cursor``: ``group/after``."""
+
+
 @router.get("/dead-letters")
-async def dead_letters(request: Request, ops: Ops, query: FilterQuery) -> Response:
-    letters = await ops.dead_letters(query)
+async def dead_letters(
+    request: Request, ops: Ops, query: FilterQuery, cursor: Cursor = ""
+) -> Response:
+    page = await ops.dead_letters(query, cursor=cursor or None)
     return render(
         request,
         "dead_letters.html",
         query=query,
         groups=await ops.groups(),
-        letters=letters,
+        letters=page.letters,
+        next_cursor=page.next_cursor,
+        first_page=not cursor,
     )
 
 
 @router.get("/dead-letters/redrive-matching")
 async def confirm_redrive_matching(request: Request, ops: Ops, query: FilterQuery) -> Response:
-    letters = await ops.dead_letters(query)
+    page = await ops.dead_letters(query)
     return render(
         request,
         "confirm_redrive_matching.html",
         query=query,
-        letters=letters,
-        redrivable=[letter for letter in letters if not letter.truncated],
+        letters=page.letters,
+        redrivable=[letter for letter in page.letters if not letter.truncated],
+        more=page.next_cursor is not None,
     )
 
 
@@ -159,6 +168,11 @@ async def confirm_purge(
 async def purge(
     request: Request, _: CsrfChecked, group: GroupPath, letter_id: LetterIdPath, ops: Ops
 ) -> Response:
-    letter = await ops.purge(group, letter_id)
-    flash(request, "success", f"Purged: dead letter {letter.id} of {letter.group} is gone.")
+    purged = await ops.purge(group, letter_id)
+    flash(
+        request,
+        "success",
+        f"Purged: dead letter {', '.join(purged.ids)} of {purged.group} deleted from "
+        f"{purged.service}'s store, body and all ({purged.count} deleted).",
+    )
     return RedirectResponse("/dead-letters", status_code=303)

@@ -44,30 +44,37 @@ def _query(
     )
 
 
-def _letters_table(letters: list[dlq.DeadLetterEntry]) -> Table:
-    table = Table(title=f"{len(letters)} dead letter(s)")
+def _letters_table(letters: list[dlq.DeadLetterEntry], more: bool) -> Table:
+    title = f"{len(letters)} dead letter(s)" + (" on this page" if more else "")
+    table = Table(title=title)
     for column in ("id", "group", "type", "key", "error", "attempts", "last failure"):
         table.add_column(column, overflow="fold")
     for letter in letters:
+        error = shorten(f"{letter.error_type}: {letter.error_message}", 70)
+        if letter.malformed:
+            error = f"[malformed: {'; '.join(letter.problems)}] {error}"
         table.add_row(
             letter.id,
             letter.group,
             letter.message_type or "?",
             letter.key or "",
-            shorten(f"{letter.error_type}: {letter.error_message}", 70),
+            error,
             str(letter.attempts),
             moment(letter.last_failure_at),
         )
     return table
 
 
-def _counts_table(title: str, counts: list[dlq.GroupCount]) -> Table:
+def _counts_table(title: str, counts: list[dlq.GroupCount], *, with_ids: bool = False) -> Table:
     table = Table(title=title)
     table.add_column("service")
     table.add_column("group")
     table.add_column("dead letters", justify="right")
+    if with_ids:
+        table.add_column("ids", overflow="fold")
     for count in counts:
-        table.add_row(count.service, count.group, str(count.count))
+        ids = [", ".join(count.ids)] if with_ids else []
+        table.add_row(count.service, count.group, str(count.count), *ids)
     return table
 
 
@@ -77,15 +84,24 @@ def dlq_list(  # noqa: PLR0917 - typer reads each option from a parameter
     message_type: TypeOption = None,
     error: ErrorOption = None,
     contains: ContainsOption = None,
+    limit: Annotated[
+        int, typer.Option(min=1, max=dlq.MAX_PAGE, help="Dead letters on one page.")
+    ] = dlq.PAGE,
+    cursor: Annotated[
+        str | None, typer.Option(help="Where the page starts: the cursor a page ended with.")
+    ] = None,
     as_json: Json = False,
 ) -> None:
-    """List the dead letters of every consumer group (or those the filters choose)."""
+    """List the dead letters of every consumer group (or those the filters choose), a page
+    at a time; the next page's cursor is printed under the page."""
     query = _query(service, group, message_type, error, contains)
-    letters = run(dlq.list_dead_letters(settings(), query))
+    page = run(dlq.page_dead_letters(settings(), query, cursor=cursor, limit=limit))
     if as_json:
-        show_json(letters)
-    else:
-        out.print(_letters_table(letters))
+        show_json({"dead_letters": page.letters, "next_cursor": page.next_cursor})
+        return
+    out.print(_letters_table(page.letters, page.next_cursor is not None))
+    if page.next_cursor is not None:
+        out.print(f"next page: --cursor {page.next_cursor}")
 
 
 def dlq_show(
@@ -167,14 +183,16 @@ def dlq_purge(  # noqa: PLR0917 - typer reads each option from a parameter
     query = _query(service, group, message_type, error, contains)
     shop = settings()
     if not yes:
-        matching = run(dlq.list_dead_letters(shop, query))
-        if not matching:
+        first = run(dlq.page_dead_letters(shop, query, limit=dlq.MAX_PAGE))
+        if not first.letters and first.next_cursor is None:
             out.print("no dead letter matches")
             return
-        if not typer.confirm(f"Purge {len(matching)} dead letter(s) for good?", err=True):
+        how_many = f"{len(first.letters)}{' or more' if first.next_cursor else ''}"
+        if not typer.confirm(f"Purge {how_many} dead letter(s) for good?", err=True):
             fail("nothing purged")
     counts = run(dlq.purge_dead_letters(shop, query))
     if as_json:
         show_json(counts)
     else:
-        out.print(_counts_table(f"purged {dlq.count(counts)}", counts))
+        title = f"purged {dlq.count(counts)}: deleted from the services' stores, bodies and all"
+        out.print(_counts_table(title, counts, with_ids=True))

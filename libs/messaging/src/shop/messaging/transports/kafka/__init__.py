@@ -11,14 +11,14 @@ headers), ``client`` (every aiokafka call), ``topology`` (group and topic names)
 """
 
 from shop.messaging.transports.kafka.consumer import KafkaConsumer
-from shop.messaging.transports.kafka.deadletters import KafkaDeadLetterStore
+from shop.messaging.transports.kafka.deadletters import KafkaDeadLetterCourier
 from shop.messaging.transports.kafka.topology import delay_seconds, group_id
 from shop.messaging.transports.kafka.transport import KafkaTransport
 from shop.messaging.transports.kafka.wire import KafkaRecord
 
 __all__ = [
     "KafkaConsumer",
-    "KafkaDeadLetterStore",
+    "KafkaDeadLetterCourier",
     "KafkaRecord",
     "KafkaTransport",
     "delay_seconds",

@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import structlog
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.errors import BrokerResponseError, KafkaError, MessageSizeTooLargeError
+from aiokafka.errors import (
+    BrokerResponseError,
+    KafkaError,
+    MessageSizeTooLargeError,
+    TopicAlreadyExistsError,
+)
 from aiokafka.structs import ConsumerRecord, RecordMetadata
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker, Topic
@@ -32,13 +36,14 @@ from shop.messaging import headers as h
 from shop.messaging.errors import MessageTooLarge, MessagingError
 from shop.messaging.settings import KafkaSettings
 from shop.messaging.transports.kafka.security import broker_security, client_options
+from shop.messaging.transports.kafka.topology import dead_letter_topic
 from shop.messaging.transports.kafka.underneath import (
     FastStreamLog,
     FetchFailed,
     admin_client,
     body_as_is,
+    committing_consumer,
     group_consumer,
-    one_off_consumer,
     record_as_it_came,
 )
 from shop.messaging.transports.kafka.wire import (
@@ -53,14 +58,11 @@ __all__ = [
     "KafkaClient",
     "KafkaError",
     "Partition",
+    "TopicReader",
 ]
 
 log = structlog.get_logger("shop.messaging")
 
-_POLL_TIMEOUT_MS: Final = 250
-"""How long one fetch waits for records before asking again, reading a topic to its end."""
-_READ_TIMEOUT: Final = 30.0
-"""Longest time reading a topic to its end may take (listing dead letters does)."""
 _NOT_STARTED: Final = "the Kafka transport is not started"
 
 Partition = tuple[str, int]
@@ -213,6 +215,22 @@ class KafkaClient:
             if result.error is not None:
                 raise MessagingError(f"cannot create topic {result.topic!r}: {result.error}")
 
+    async def create_topic_kept_for(self, name: str, retention_ms: int) -> None:
+        """Create ``name`` (when missing) with an explicit ``retention.ms``, never the
+        broker's default; an existing topic is left as it is."""
+        if name in await self.topics():
+            return
+        topic = dead_letter_topic(
+            name,
+            partitions=self._settings.partitions,
+            replication_factor=self._settings.replication_factor,
+            retention_ms=retention_ms,
+        )
+        response = await self._admin().create_topics([topic])
+        for topic_name, code, *message in response.topic_errors:
+            if code not in {0, TopicAlreadyExistsError.errno}:
+                raise MessagingError(f"cannot create topic {topic_name!r}: {code} {message}")
+
     async def topics(self) -> set[str]:
         """Names of the topics that exist (asking does not create any, unlike a
         metadata request naming a topic, which some brokers answer by creating it)."""
@@ -229,21 +247,16 @@ class KafkaClient:
     def _admin(self) -> AIOKafkaAdminClient:
         return admin_client(self.broker)
 
-    async def read_topic(self, topic: str) -> list[KafkaRecord]:
-        """Every record of ``topic`` from its beginning to its current end, read outside
-        any consumer group (nothing is committed)."""
-        partitions = await self.partitions(topic)
-        if not partitions:
-            return []
-        kafka = one_off_consumer(self.broker, client_id=self._settings.client_id)
-        try:
-            await kafka.start()
-            tps = [TopicPartition(topic, p) for p in partitions]
-            kafka.assign(tps)
-            await kafka.seek_to_beginning(*tps)
-            return await _read_to_end(kafka, tps)
-        finally:
-            await kafka.stop()
+    def topic_reader(self, group_id: str, topic: str) -> TopicReader:
+        """A reader of ``topic`` in the consumer group ``group_id`` (not started), which
+        commits only what it is told is done."""
+        kafka = committing_consumer(
+            self.broker,
+            group_id=group_id,
+            client_id=self._settings.client_id,
+            session_timeout_ms=self._settings.session_timeout_ms,
+        )
+        return TopicReader(kafka, topic)
 
     # -- consuming --------------------------------------------------------------------
 
@@ -403,6 +416,50 @@ class GroupMember:
         await self._started().commit({_tp(p): offset for p, offset in offsets.items()})
 
 
+class TopicReader:
+    """Reads one topic in a consumer group, a bounded batch at a time, from where the group
+    committed: never the whole topic from its start."""
+
+    def __init__(self, kafka: AIOKafkaConsumer, topic: str) -> None:
+        self._kafka = kafka
+        self._topic = topic
+        self._started = False
+
+    async def fetch(self, limit: int, *, wait_ms: int) -> list[KafkaRecord]:
+        if not self._started:
+            await self._kafka.start()
+            self._kafka.subscribe([self._topic])
+            self._started = True
+        batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = await self._kafka.getmany(
+            timeout_ms=wait_ms, max_records=limit
+        )
+        return [_record(r) for rs in batch.values() for r in rs]
+
+    async def commit_past(self, records: Sequence[KafkaRecord]) -> None:
+        """Commit past each record's partition's last record given."""
+        offsets: dict[TopicPartition, int] = {}
+        for record in records:
+            tp = TopicPartition(record.topic, record.partition)
+            offsets[tp] = max(offsets.get(tp, 0), record.offset + 1)
+        if offsets:
+            await self._kafka.commit(offsets)
+
+    def rewind_to(self, records: Sequence[KafkaRecord]) -> None:
+        """Fetch these records again: back to each partition's first record given."""
+        first: dict[TopicPartition, int] = {}
+        for record in records:
+            tp = TopicPartition(record.topic, record.partition)
+            first[tp] = min(first.get(tp, record.offset), record.offset)
+        for tp, offset in first.items():
+            if tp in self._kafka.assignment():
+                self._kafka.seek(tp, offset)
+
+    async def stop(self) -> None:
+        if self._started:
+            self._started = False
+            await self._kafka.stop()
+
+
 class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
     def __init__(self, revoked: _Revoked, assigned: _Assigned) -> None:
         self._revoked = revoked
@@ -413,29 +470,3 @@ class _Rebalance(ConsumerRebalanceListener):  # type: ignore[misc]
 
     async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         self._assigned({_partition(tp) for tp in assigned})
-
-
-async def _read_to_end(kafka: AIOKafkaConsumer, tps: list[TopicPartition]) -> list[KafkaRecord]:
-    # The end is the high watermark each fetch reports: some brokers (Tansu) answer an
-    # end-offsets request with the start of the last batch instead.
-    records: list[KafkaRecord] = []
-    deadline = time.monotonic() + _READ_TIMEOUT
-    while not await _read_to_high_watermark(kafka, tps):
-        if time.monotonic() > deadline:
-            raise MessagingError(f"could not read {tps[0].topic} to its end")
-        batch: dict[TopicPartition, list[ConsumerRecord[bytes, bytes]]] = await kafka.getmany(
-            *tps, timeout_ms=_POLL_TIMEOUT_MS
-        )
-        records.extend(_record(r) for rs in batch.values() for r in rs)
-    return records
-
-
-async def _read_to_high_watermark(kafka: AIOKafkaConsumer, tps: list[TopicPartition]) -> bool:
-    for tp in tps:
-        highwater: int | None = kafka.highwater(tp)
-        if highwater is None:
-            return False
-        position: int = await kafka.position(tp)
-        if position < highwater:
-            return False
-    return True

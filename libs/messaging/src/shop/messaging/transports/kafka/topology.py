@@ -4,6 +4,8 @@ topic. The transport declares them; the consumer subscribes to them."""
 
 from __future__ import annotations
 
+from aiokafka.admin import NewTopic
+
 from shop.messaging.naming import Naming
 from shop.messaging.subscriber import Router
 
@@ -11,6 +13,11 @@ from shop.messaging.subscriber import Router
 def group_id(naming: Naming, group: str) -> str:
     """The Kafka consumer group of a consumer, behind the namespace if any."""
     return f"{naming.namespace}-{group}" if naming.namespace else group
+
+
+def dead_letter_collector_group(naming: Naming, group: str) -> str:
+    """The Kafka consumer group that collects a consumer's dead letters into its store."""
+    return f"{group_id(naming, group)}-dead-letters"
 
 
 def delay_seconds(router: Router) -> list[float]:
@@ -32,9 +39,19 @@ def delay_topics(naming: Naming, router: Router) -> list[str]:
 
 
 def topics_of(naming: Naming, router: Router) -> list[str]:
-    """Every topic the consumer needs: event topics, delay topics, dead-letter topic."""
-    return [
-        *event_topics(naming, router),
-        *delay_topics(naming, router),
-        naming.dead_letters(router.group),
-    ]
+    """The topics the consumer reads: event topics and delay topics (its dead-letter topic,
+    made with a retention of its own, is :meth:`Naming.dead_letters`)."""
+    return [*event_topics(naming, router), *delay_topics(naming, router)]
+
+
+def dead_letter_topic(
+    name: str, *, partitions: int, replication_factor: int, retention_ms: int
+) -> NewTopic:
+    """A consumer's dead-letter topic as it is created: its ``retention.ms`` explicit,
+    never the broker's default (letters wait there for the worker to collect them)."""
+    return NewTopic(
+        name,
+        num_partitions=partitions,
+        replication_factor=replication_factor,
+        topic_configs={"retention.ms": str(retention_ms)},
+    )

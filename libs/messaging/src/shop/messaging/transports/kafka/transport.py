@@ -16,11 +16,11 @@ from shop.messaging.errors import MessageTooLarge, PublishError
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.pipeline import Pipeline
-from shop.messaging.settings import KafkaSettings
+from shop.messaging.settings import DEFAULT_DEAD_LETTER_RETENTION, KafkaSettings
 from shop.messaging.transports.base import ConsumerOptions, Features
 from shop.messaging.transports.kafka.client import KafkaClient, KafkaError
 from shop.messaging.transports.kafka.consumer import KafkaConsumer
-from shop.messaging.transports.kafka.deadletters import KafkaDeadLetterStore
+from shop.messaging.transports.kafka.deadletters import KafkaDeadLetterCourier
 from shop.messaging.transports.kafka.topology import topics_of
 
 
@@ -33,11 +33,20 @@ class KafkaTransport:
     features = Features(largest_body=None, key_order=True)
     """A key is one partition, consumed in order."""
 
-    def __init__(self, settings: KafkaSettings, naming: Naming | None = None) -> None:
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        naming: Naming | None = None,
+        *,
+        dead_letter_retention_seconds: int = DEFAULT_DEAD_LETTER_RETENTION,
+    ) -> None:
+        """``dead_letter_retention_seconds``: the ``retention.ms`` of each dead-letter
+        topic it creates (how long a letter waits there for the worker to collect it)."""
         self.settings = settings
         self.naming = naming or Naming()
+        self.dead_letter_retention_seconds = dead_letter_retention_seconds
         self._client = KafkaClient(settings)
-        self._store = KafkaDeadLetterStore(self._client, self.naming)
+        self._courier = KafkaDeadLetterCourier(self._client, self.naming)
         # Concurrent publish calls hand their records over one call after the other, so
         # that each key keeps the order of the calls (the relay overlaps two batches).
         self._handing_over = asyncio.Lock()
@@ -53,6 +62,7 @@ class KafkaTransport:
             raise
 
     async def close(self) -> None:
+        await self._courier.close()
         await self._client.close()
 
     @property
@@ -64,6 +74,9 @@ class KafkaTransport:
 
     async def declare(self, pipeline: Pipeline) -> None:
         await self._client.create_topics(topics_of(self.naming, pipeline.router))
+        await self._client.create_topic_kept_for(
+            self.naming.dead_letters(pipeline.group), self.dead_letter_retention_seconds * 1000
+        )
 
     async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
         enqueued: list[tuple[int, asyncio.Future[RecordMetadata]]] = []
@@ -87,8 +100,8 @@ class KafkaTransport:
         return KafkaConsumer(self._client, self.naming, pipeline, options)
 
     @property
-    def dead_letter_store(self) -> KafkaDeadLetterStore:
-        return self._store
+    def dead_letter_courier(self) -> KafkaDeadLetterCourier:
+        return self._courier
 
 
 async def _settled(

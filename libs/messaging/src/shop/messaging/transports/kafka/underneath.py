@@ -13,9 +13,10 @@ moves one fails there, loudly, first.
    key waits for its retry, and the member's assignment is read.
 2. :func:`admin_client`: the broker's aiokafka admin client, to list and describe topics
    (FastStream's admin only creates them).
-3. :func:`one_off_consumer`: a consumer from the broker's own builder (its connection
-   settings), to read a topic up to its high watermark outside any group (the dead
-   letters), which needs positions FastStream does not expose.
+3. :func:`committing_consumer`: a consumer from the broker's own builder (its connection
+   settings), to read a consumer's dead-letter topic in a group of its own, a bounded
+   batch at a time, committing only what the store has kept (FastStream's subscribers
+   hand one message at a time to a handler and commit on their own).
 4. :class:`FastStreamLog`: how a consumer hears that fetching fails. FastStream's consume
    loop logs a ``KafkaError`` from the subscriber's own task, with no word of which
    subscriber, sleeps and fetches again, forever, and says so nowhere else.
@@ -53,14 +54,17 @@ def admin_client(broker: KafkaBroker) -> AIOKafkaAdminClient:
     return client
 
 
-def one_off_consumer(broker: KafkaBroker, *, client_id: str) -> AIOKafkaConsumer:
-    """A consumer in no group, with the broker's connection settings, not started."""
+def committing_consumer(
+    broker: KafkaBroker, *, group_id: str, client_id: str, session_timeout_ms: int
+) -> AIOKafkaConsumer:
+    """A consumer in ``group_id`` that commits only when told, not started."""
     builder: Callable[..., AIOKafkaConsumer] = broker.config.builder
     return builder(
-        group_id=None,
+        group_id=group_id,
         client_id=client_id,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
+        session_timeout_ms=session_timeout_ms,
     )
 
 

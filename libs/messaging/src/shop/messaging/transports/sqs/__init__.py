@@ -13,7 +13,7 @@ received messages), ``client`` (every SNS and SQS call), ``topology`` (queues, p
 """
 
 from shop.messaging.transports.sqs.consumer import SqsConsumer
-from shop.messaging.transports.sqs.deadletters import MOVED_BY_SQS, SqsDeadLetterStore
+from shop.messaging.transports.sqs.deadletters import MOVED_BY_SQS, SqsDeadLetterCourier
 from shop.messaging.transports.sqs.topology import SqsQueues
 from shop.messaging.transports.sqs.transport import SqsTransport
 from shop.messaging.transports.sqs.wire import (
@@ -31,7 +31,7 @@ __all__ = [
     "MOVED_BY_SQS",
     "TYPE_ATTRIBUTE",
     "SqsConsumer",
-    "SqsDeadLetterStore",
+    "SqsDeadLetterCourier",
     "SqsMessage",
     "SqsQueues",
     "SqsTransport",

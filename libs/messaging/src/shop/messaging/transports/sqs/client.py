@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 import aiohttp
@@ -32,8 +31,6 @@ from shop.messaging.transports.sqs.wire import (
 
 __all__ = [
     "BATCH_LIMIT",
-    "MoveTask",
-    "MoveTaskUnavailable",
     "ReceiptExpired",
     "SqsClient",
     "transient",
@@ -49,14 +46,6 @@ BATCH_LIMIT: Final = 10
 """Entries per PublishBatch, ReceiveMessage and *Batch call."""
 _CONNECTIONS: Final = 50
 """Each long poll holds a connection for its whole wait; settling must not queue behind."""
-_MOVE_TASK_UNSUPPORTED: Final = frozenset(
-    {
-        "UnsupportedOperation",
-        "AWS.SimpleQueueService.UnsupportedOperation",
-        "InvalidAction",
-        "NotImplemented",
-    }
-)
 _NO_SUCH_QUEUE: Final = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 _NOT_STARTED: Final = "the SQS transport is not started"
 _INVALID_PARAMETER: Final = frozenset({"InvalidParameterValue", "InvalidParameterValueException"})
@@ -66,15 +55,6 @@ _THROTTLED: Final = frozenset(
 _RECEIPT_GONE: Final = frozenset(
     {"ReceiptHandleIsInvalid", "MessageNotInflight", "AWS.SimpleQueueService.MessageNotInflight"}
 )
-
-
-class MoveTaskUnavailable(Exception):
-    """The endpoint cannot run StartMessageMoveTask (``reason``: its error code or HTTP
-    status): the caller moves the messages itself."""
-
-    def __init__(self, reason: str | int) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class ReceiptExpired(MessagingError):
@@ -95,17 +75,6 @@ def _receipt_gone(error: ClientError) -> bool:
     message = str(error.response.get("Error", {}).get("Message", "")).lower()
     code = _error_code(error)
     return code in _RECEIPT_GONE or (code in _INVALID_PARAMETER and "receipt handle" in message)
-
-
-@dataclass(frozen=True, slots=True)
-class MoveTask:
-    """The latest message-move task of a queue, as ListMessageMoveTasks tells it."""
-
-    handle: str | None
-    status: str
-    moved: int
-    failure_reason: str
-    """Why it stopped (its status when SQS gives no reason)."""
 
 
 def _chunks(items: Sequence[_T], size: int = BATCH_LIMIT) -> Iterator[Sequence[_T]]:
@@ -343,45 +312,6 @@ class SqsClient:
                     message_id=chunk[int(failure["Id"])].message_id,
                     error=failure.get("Message", failure.get("Code")),
                 )
-
-    # -- SQS message-move tasks -------------------------------------------------------
-
-    async def start_move_task(
-        self, source_arn: str, destination_arn: str, *, per_second: float
-    ) -> str:
-        """Start moving every message of one queue to another; the task's handle.
-
-        Tried once, by a client that does not retry, since the caller has a fallback:
-        raises :class:`MoveTaskUnavailable` where the endpoint cannot.
-        """
-        config = AioConfig(retries={"total_max_attempts": 1})
-        async with self._create_client("sqs", config) as client:
-            try:
-                response = await client.start_message_move_task(
-                    SourceArn=source_arn,
-                    DestinationArn=destination_arn,
-                    # SQS accepts 1 to 500 messages a second.
-                    MaxNumberOfMessagesPerSecond=max(1, min(500, int(per_second))),
-                )
-            except ClientError as error:
-                status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
-                if _error_code(error) not in _MOVE_TASK_UNSUPPORTED and status < 500:
-                    raise
-                raise MoveTaskUnavailable(_error_code(error) or status) from error
-        return str(response["TaskHandle"])
-
-    async def latest_move_task(self, source_arn: str) -> MoveTask:
-        response = await self._sqs.list_message_move_tasks(SourceArn=source_arn, MaxResults=1)
-        tasks = response.get("Results", [])
-        task: Mapping[str, Any] = tasks[0] if tasks else {}
-        status = str(task.get("Status", ""))
-        handle = task.get("TaskHandle")
-        return MoveTask(
-            handle=None if handle is None else str(handle),
-            status=status,
-            moved=int(task.get("ApproximateNumberOfMessagesMoved", 0)),
-            failure_reason=str(task.get("FailureReason", status)),
-        )
 
 
 def refused_entries(sent: Iterable[int], response: Mapping[str, Any]) -> dict[int, str]:

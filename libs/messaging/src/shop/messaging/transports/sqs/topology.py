@@ -7,10 +7,6 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
-
-_DEAD_LETTER_RETENTION: Final = 14 * 24 * 3600
-"""The longest SQS keeps a message: dead letters wait for a person."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +40,11 @@ def queue_attributes(
     return attributes
 
 
-def dead_letter_queue_attributes(queues: SqsQueues) -> dict[str, str]:
+def dead_letter_queue_attributes(queues: SqsQueues, *, retention_seconds: int) -> dict[str, str]:
+    """The consumer's dead-letter queue: letters wait there ``retention_seconds`` (SQS
+    allows 60 s to 14 days) for the worker to collect them into its store."""
     return {
-        "MessageRetentionPeriod": str(_DEAD_LETTER_RETENTION),
+        "MessageRetentionPeriod": str(min(max(retention_seconds, 60), 14 * 24 * 3600)),
         # Only this consumer's queue dead-letters here.
         "RedriveAllowPolicy": json.dumps(
             {"redrivePermission": "byQueue", "sourceQueueArns": [queues.arn]}

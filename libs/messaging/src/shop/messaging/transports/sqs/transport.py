@@ -12,12 +12,12 @@ from shop.messaging.errors import MessagingError, PublishError
 from shop.messaging.message import OutgoingMessage
 from shop.messaging.naming import Naming
 from shop.messaging.pipeline import Pipeline
-from shop.messaging.settings import SqsSettings
+from shop.messaging.settings import DEFAULT_DEAD_LETTER_RETENTION, SqsSettings
 from shop.messaging.transports.base import ConsumerOptions, Features
 from shop.messaging.transports.sqs.batching import BATCH_BYTES, topic_batches, waves, wire_size
 from shop.messaging.transports.sqs.client import SqsClient
 from shop.messaging.transports.sqs.consumer import SqsConsumer
-from shop.messaging.transports.sqs.deadletters import SqsDeadLetterStore
+from shop.messaging.transports.sqs.deadletters import SqsDeadLetterCourier
 from shop.messaging.transports.sqs.topology import (
     SqsQueues,
     dead_letter_queue_attributes,
@@ -34,13 +34,22 @@ class SqsTransport:
     features = Features(largest_body=BATCH_BYTES, key_order=False)
     """SNS refuses a message over 256 KiB; standard queues promise no order."""
 
-    def __init__(self, settings: SqsSettings, naming: Naming | None = None) -> None:
+    def __init__(
+        self,
+        settings: SqsSettings,
+        naming: Naming | None = None,
+        *,
+        dead_letter_retention_seconds: int = DEFAULT_DEAD_LETTER_RETENTION,
+    ) -> None:
+        """``dead_letter_retention_seconds``: the ``MessageRetentionPeriod`` of each
+        dead-letter queue (how long a letter waits there for the worker to collect it)."""
         self.settings = settings
         self.naming = naming or Naming()
+        self.dead_letter_retention_seconds = dead_letter_retention_seconds
         self._client = SqsClient(settings)
         self._topic_arns: dict[str, str] = {}
         self._queues: dict[str, SqsQueues] = {}
-        self._store = SqsDeadLetterStore(self._client, self.queues_of)
+        self._courier = SqsDeadLetterCourier(self._client, self.queues_of)
         # Concurrent publish calls go one after the other, so that each key keeps the
         # order of the calls (the relay overlaps two batches).
         self._publishing = asyncio.Lock()
@@ -172,7 +181,10 @@ class SqsTransport:
             ),
         )
         await self._client.set_attributes(
-            queues.dead_letters_url, dead_letter_queue_attributes(queues)
+            queues.dead_letters_url,
+            dead_letter_queue_attributes(
+                queues, retention_seconds=self.dead_letter_retention_seconds
+            ),
         )
         for topic_arn in topic_arns:
             await self._client.subscribe(topic_arn, queues.arn)
@@ -203,8 +215,8 @@ class SqsTransport:
         return SqsConsumer(self._client, self.settings, self.queues_of, pipeline, options)
 
     @property
-    def dead_letter_store(self) -> SqsDeadLetterStore:
-        return self._store
+    def dead_letter_courier(self) -> SqsDeadLetterCourier:
+        return self._courier
 
 
 def _entries(

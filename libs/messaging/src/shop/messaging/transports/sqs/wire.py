@@ -82,8 +82,9 @@ def read_message(raw: Mapping[str, Any]) -> SqsMessage:
 def delivery_of(message: SqsMessage, queue_name: str) -> Delivery:
     """What the pipeline sees of a received message.
 
-    A message moved back from the dead-letter queue as it was (StartMessageMoveTask) still
-    carries its dead-letter keys: they are dropped, and its source is kept.
+    A message moved back from the dead-letter queue as it was (by hand, or by
+    StartMessageMoveTask from the console of AWS) still carries its dead-letter keys: they
+    are dropped, and its source is kept.
     """
     headers = {k: v for k, v in message.headers.items() if k not in h.DEAD_LETTER_KEYS}
     source = (
