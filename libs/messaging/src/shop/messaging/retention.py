@@ -355,6 +355,8 @@ class Retention:
         self.metrics = RetentionMetrics.of(metrics.registry)
         self.lock_key = zlib.crc32(f"shop.messaging.retention:{name}".encode())
         self.is_leader = False
+        self.lock_attempts = 0
+        """Times the database answered this process's try to take the lock."""
 
     async def run(self, stopping: asyncio.Event) -> None:
         """A worker's job (:data:`shop.messaging.Job`): clean until ``stopping`` is set,
@@ -439,7 +441,9 @@ class Retention:
                 raise
 
     async def _try_to_lead(self, connection: asyncpg.Connection) -> None:
-        if await connection.fetchval("SELECT pg_try_advisory_lock($1)", self.lock_key):
+        took = await connection.fetchval("SELECT pg_try_advisory_lock($1)", self.lock_key)
+        self.lock_attempts += 1
+        if took:
             log.info("retention took its database's lock")
             self._set_leader(True)
 
