@@ -129,6 +129,12 @@ class TableRetention:
     batch: str
     retention: timedelta
 
+    def __post_init__(self) -> None:
+        # The services' settings hold each table's floor; this is the library's own: a
+        # cutoff at or after the round's start would delete rows just written.
+        if self.retention <= timedelta(0):
+            raise ValueError(f"{self.name}: retention must be positive, not {self.retention}")
+
 
 def deleting(table: str, column: str) -> str:
     """The batch that deletes the rows of ``table`` whose ``column`` (a time, indexed) is
