@@ -169,3 +169,24 @@ async def test_a_table_whose_round_fails_costs_its_own_round_and_not_the_others(
         assert retention.is_leader
     assert sample(retention, "messaging_retention_failures_total", table="missing") >= 1
     assert sample(retention, "messaging_retention_failures_total", table="inbox") == 0
+
+
+async def test_a_round_queued_behind_a_migrations_lock_gives_up_and_its_session_is_named(
+    connection: asyncpg.Connection, database_url: str
+) -> None:
+    retention = retention_of(database_url)
+    failures = "messaging_retention_failures_total"
+    async with connection.transaction():
+        # What a migration altering the inbox holds until it commits: a round that waited
+        # for it would hold up every write to the inbox queued behind the round.
+        await connection.execute("LOCK TABLE inbox IN ACCESS EXCLUSIVE MODE")
+        async with running(retention):
+            await wait_until(
+                lambda: sample(retention, failures, table="inbox") >= 1,
+                what="the round to give up waiting for the lock",
+            )
+            leader = await connection.fetchval(_LOCK_HOLDER, retention.lock_key)
+            named = await connection.fetchval(
+                "SELECT application_name FROM pg_stat_activity WHERE pid = $1", leader
+            )
+    assert named == "shop-retention:test-service"

@@ -46,6 +46,12 @@ CONNECTION_FAILURES: Final = (
     asyncpg.InternalClientError,
 )
 """What a relay's or a cleanup's own connection may fail with: it connects again."""
+CLEANUP_LOCK_TIMEOUT: Final = "2s"
+"""How long a cleanup's statement waits for a lock before its round gives up (the next
+round tries again): one queued behind a migration's lock would hold up every request and
+consumer queued behind it in turn."""
+CLEANUP_STATEMENT_TIMEOUT: Final = "60s"
+"""How long a cleanup's statement may run: a batch takes tens of milliseconds."""
 _CUTOFF = "SELECT now() - make_interval(secs => $1)"
 # One batch of the outbox: the oldest sent rows before the round's cutoff, read from the
 # index of sent rows where the previous batch ended, deleted by primary key.
@@ -70,6 +76,19 @@ is delivered again then; Kafka keeps a topic's records 7 days by default. A reco
 protects exactly-once against redeliveries (an inbox row, a sent e-mail's mark) must be
 kept at least this long, or a late redelivery would be handled, or sent, a second time.
 Should dead letters be kept longer than this, this floor must follow them."""
+
+
+async def connect_for_cleanup(dsn: str, name: str) -> asyncpg.Connection:
+    """A cleanup's own connection to ``dsn``, with its timeouts, and named
+    ``shop-retention:<name>`` so that its session is told apart in ``pg_stat_activity``."""
+    return await asyncpg.connect(
+        dsn,
+        server_settings={
+            "application_name": f"shop-retention:{name}",
+            "lock_timeout": CLEANUP_LOCK_TIMEOUT,
+            "statement_timeout": CLEANUP_STATEMENT_TIMEOUT,
+        },
+    )
 
 
 def at_least(value: timedelta, floor: timedelta, rule: str) -> timedelta:
@@ -232,7 +251,7 @@ class OutboxCleanup:
             while True:
                 try:
                     if connection is None:
-                        connection = await asyncpg.connect(self.dsn)
+                        connection = await connect_for_cleanup(self.dsn, "outbox")
                     await self.clean(connection)
                 except CONNECTION_FAILURES as error:
                     log.warning(
@@ -354,11 +373,12 @@ class Retention:
         """Clean ``tables`` of the database at ``dsn`` (an asyncpg DSN): a round of each
         every ``settings.interval`` s, while this process holds the advisory lock of
         ``name`` (the service's: one leader per database, whichever replica gets there
-        first)."""
+        first), on a connection of its own (:func:`connect_for_cleanup`)."""
         self.dsn = dsn
         self.tables = list(tables)
         self.settings = settings
         self.metrics = RetentionMetrics.of(metrics.registry)
+        self.name = name
         self.lock_key = zlib.crc32(f"shop.messaging.retention:{name}".encode())
         self.is_leader = False
         self.lock_attempts = 0
@@ -389,7 +409,7 @@ class Retention:
             while True:
                 try:
                     if connection is None:
-                        connection = await asyncpg.connect(self.dsn)
+                        connection = await connect_for_cleanup(self.dsn, self.name)
                     if not self.is_leader:
                         await self._try_to_lead(connection)
                     if self.is_leader:
