@@ -18,6 +18,7 @@ from shop.messaging.metrics import Metrics
 from shop.messaging.relay import asyncpg_dsn
 from shop.messaging.retention import (
     InboxRetentionSettings,
+    OutboxCleanup,
     Retention,
     TableRetention,
     deleting,
@@ -147,6 +148,7 @@ async def test_a_lost_connection_costs_the_lead_and_the_next_try_takes_it_again(
             return deleted(retention) == 400 and retention.is_leader
 
         await eventually(cleaned_again, what="a round after reconnecting")
+        assert sample(retention, "messaging_retention_failures_total", table="*") >= 1
         holder = await connection.fetchval(_LOCK_HOLDER, retention.lock_key)
         assert holder not in (None, leader), "the lock is held again, by the new session"
     assert await connection.fetchval("SELECT count(*) FROM inbox") == 0
@@ -190,3 +192,41 @@ async def test_a_round_queued_behind_a_migrations_lock_gives_up_and_its_session_
                 "SELECT application_name FROM pg_stat_activity WHERE pid = $1", leader
             )
     assert named == "shop-retention:test-service"
+
+
+async def test_a_cleanup_that_cannot_reach_its_database_counts_each_failed_try(
+    database_url: str,
+) -> None:
+    unreachable = asyncpg_dsn(database_url).rsplit("/", 1)[0] + "/no_such_database"
+    retention = Retention(
+        unreachable,
+        [inbox_retention(QUICK)],
+        settings=QUICK,
+        metrics=Metrics(),
+        name="test-service",
+    )
+    outbox = OutboxCleanup(
+        unreachable,
+        retention_seconds=60,
+        interval=QUICK.interval,
+        batch_size=1000,
+        batch_pause=0,
+        metrics=Metrics(),
+    )
+    failures = "messaging_retention_failures_total"
+    registry = outbox.metrics.registry
+
+    def outbox_failures() -> float:
+        return registry.get_sample_value(failures, {"table": "outbox"}) or 0.0
+
+    cleaning_outbox = asyncio.create_task(outbox.run())
+    try:
+        async with running(retention):
+            await wait_until(
+                lambda: sample(retention, failures, table="*") >= 2, what="the job's tries"
+            )
+        await wait_until(lambda: outbox_failures() >= 2, what="the outbox's tries")
+    finally:
+        cleaning_outbox.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await cleaning_outbox

@@ -254,6 +254,7 @@ class OutboxCleanup:
                         connection = await connect_for_cleanup(self.dsn, "outbox")
                     await self.clean(connection)
                 except CONNECTION_FAILURES as error:
+                    RetentionMetrics.of(self.metrics.registry).failures.labels("outbox").inc()
                     log.warning(
                         "outbox cleanup failed; the next round tries again",
                         error=repr(error),
@@ -290,10 +291,10 @@ class OutboxCleanup:
 
 class RetentionMetrics:
     """Each table's cleanup, labelled by its name (``outbox`` for the relay's, else its
-    :attr:`TableRetention.name`): rows deleted (or cleared), rounds, failed rounds, the
-    time their statements took, when the last round ended; and whether this process
-    leads. One set
-    per registry (:meth:`of`): a worker's relay and its retention job share one."""
+    :attr:`TableRetention.name`; :data:`EVERY_TABLE` for a failure of the job's connection):
+    rows deleted (or cleared), rounds, failed rounds, the time their statements took, when
+    the last round ended; and whether this process leads. One set per registry
+    (:meth:`of`): a worker's relay and its retention job share one."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
@@ -317,7 +318,9 @@ class RetentionMetrics:
         )
         self.failures = Counter(
             "messaging_retention_failures",
-            "Cleanup rounds of each table that failed (logged with the error).",
+            'Cleanup rounds of each table that failed (logged with the error); table="*":'
+            " the retention job's connection could not be made or was lost, every table's"
+            " round with it.",
             ("table",),
             registry=registry,
         )
@@ -354,6 +357,10 @@ class RetentionMetrics:
                 seconds=round(done.seconds, 3),
             )
 
+
+EVERY_TABLE: Final = "*"
+"""The ``table`` label of a failure of the retention job's connection: it costs every
+table's round."""
 
 _REGISTERED: weakref.WeakKeyDictionary[CollectorRegistry, RetentionMetrics] = (
     weakref.WeakKeyDictionary()
@@ -416,6 +423,7 @@ class Retention:
                         for table in self.tables:
                             await self._clean_or_report(connection, table)
                 except CONNECTION_FAILURES as error:
+                    self.metrics.failures.labels(EVERY_TABLE).inc()
                     log.warning(
                         "retention cleanup failed; the next round tries again",
                         error=repr(error),
