@@ -1,5 +1,6 @@
-"""A retention that would let a redelivered message be handled twice is refused at start-up,
-saying which guarantee it would break; durations are read as ISO 8601 or seconds."""
+"""A retention that would let a redelivered message be handled twice, or delete rows just
+written, is refused at start-up, saying which guarantee it would break; durations are read
+as ISO 8601 or seconds."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
-from shop.messaging.retention import LONGEST_REDELIVERY, InboxRetentionSettings
+from shop.messaging.retention import (
+    LONGEST_REDELIVERY,
+    InboxRetentionSettings,
+    TableRetention,
+    deleting,
+)
 
 
 def test_the_default_inbox_retention_outlives_the_longest_redelivery() -> None:
@@ -41,3 +47,16 @@ def test_a_retention_is_read_as_an_iso_duration_or_seconds(given: object, meant:
 def test_a_cleanup_that_could_not_run_is_refused(changed: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         InboxRetentionSettings.model_validate(changed)
+
+
+@pytest.mark.parametrize("retention", [timedelta(0), timedelta(days=-7)])
+def test_a_table_retention_whose_cutoff_would_reach_rows_just_written_is_refused(
+    retention: timedelta,
+) -> None:
+    with pytest.raises(ValueError, match="retention must be positive"):
+        TableRetention("inbox", deleting("inbox", "processed_at"), retention)
+
+
+def test_a_table_retention_of_any_positive_length_is_accepted() -> None:
+    kept = timedelta(seconds=1)
+    assert TableRetention("inbox", deleting("inbox", "processed_at"), kept).retention == kept

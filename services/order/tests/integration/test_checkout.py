@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import cast
 
+import asyncpg
 import httpx
 from sqlalchemy import func, select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.contracts import decode
 from shop.database import create_engine
+from shop.messaging.metrics import Metrics
+from shop.messaging.relay import asyncpg_dsn
+from shop.messaging.retention import Retention
 from shop.messaging.schema import outbox
+from shop.order.adapters.checkout import AsyncpgCheckout
+from shop.order.adapters.retention import retained_tables
 from shop.order.adapters.tables import orders, products
 from shop.order.api.app import create_app
 from shop.order.bootstrap import postgres_stores
@@ -163,3 +171,60 @@ async def test_a_lost_database_connection_is_a_503_and_the_next_checkout_gets_a_
             assert again.status_code == 201, again.text
     finally:
         await engine.dispose()
+
+
+class CleanedBetweenStatements:
+    """A checkout's connection on which the retention cleanup's round commits right after
+    the key's claim, before the checkout reads the answer stored with it: the race of an
+    expired key with its own deletion."""
+
+    def __init__(self, connection: asyncpg.Connection, cleanup: Callable[[], Awaitable[object]]):
+        self.connection = connection
+        self.cleanup = cleanup
+        self.cleaned = False
+
+    async def fetchval(self, query: str, *args: object) -> object:
+        value = await self.connection.fetchval(query, *args)
+        if not self.cleaned:
+            self.cleaned = True
+            await self.cleanup()
+        return value
+
+    async def fetchrow(self, query: str, *args: object) -> asyncpg.Record | None:
+        return await self.connection.fetchrow(query, *args)
+
+
+async def test_a_key_the_cleanup_deletes_between_its_claim_and_its_read_is_claimed_anew(
+    order_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    del sessions  # asked for so that the catalogue is seeded
+    dsn = asyncpg_dsn(order_settings.database_url)
+    checkout_connection, cleanup_connection = await asyncpg.connect(dsn), await asyncpg.connect(dsn)
+    try:
+        await cleanup_connection.execute(
+            "INSERT INTO idempotency_keys (customer_id, key, request_hash, created_at)"
+            " VALUES ('cust_ayu', 'expired', 'old-hash', now() - interval '8 days')"
+        )
+        cleanup = Retention(
+            dsn,
+            retained_tables(order_settings.retention),
+            settings=order_settings.retention,
+            metrics=Metrics(),
+            name="order-service",
+        )
+        [keys] = [table for table in cleanup.tables if table.name == "idempotency_keys"]
+        connection = CleanedBetweenStatements(
+            checkout_connection, lambda: cleanup.clean(cleanup_connection, keys)
+        )
+        checkout = AsyncpgCheckout(cast("asyncpg.Connection", connection))
+        async with checkout_connection.transaction():
+            replay = await checkout.claim_key("cust_ayu", "expired", "new-hash")
+        assert connection.cleaned
+        assert replay is None, "a new claim: the checkout goes on to place the order"
+        claimed = await cleanup_connection.fetchval(
+            "SELECT request_hash FROM idempotency_keys WHERE key = 'expired'"
+        )
+        assert claimed == "new-hash"
+    finally:
+        await checkout_connection.close()
+        await cleanup_connection.close()

@@ -147,3 +147,23 @@ async def test_a_database_the_older_revisions_migrated_is_brought_up_to_date(
     await migrate_async(database_url)
 
     assert await schema_differences(database_url, ALL_METADATA) == []
+
+
+async def test_an_index_built_by_hand_before_the_deploy_is_found_by_the_upgrade(
+    database_url: str,
+) -> None:
+    # On a large table an operator builds it CONCURRENTLY first (the revision's build would
+    # hold off the checkouts' writes for as long as it takes); the revision then finds it.
+    await migrate_async(database_url, "0003")
+    connection = await asyncpg.connect(asyncpg_dsn(database_url))
+    try:
+        await connection.execute(
+            "CREATE INDEX CONCURRENTLY ix_idempotency_keys_created_at"
+            " ON idempotency_keys (created_at)"
+        )
+    finally:
+        await connection.close()
+
+    await migrate_async(database_url)
+
+    assert await schema_differences(database_url, ALL_METADATA) == []

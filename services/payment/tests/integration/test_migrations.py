@@ -47,3 +47,23 @@ async def test_every_state_of_the_state_machine_is_one_the_database_takes(
             )
     finally:
         await connection.close()
+
+
+async def test_an_index_built_by_hand_before_the_deploy_is_found_by_the_upgrade(
+    database_url: str,
+) -> None:
+    # On a large table an operator builds it CONCURRENTLY first (the revision's build would
+    # hold off the notifications' writes for as long as it takes); the revision then finds it.
+    await migrate_async(database_url, "0002")
+    connection = await asyncpg.connect(asyncpg_dsn(database_url))
+    try:
+        await connection.execute(
+            "CREATE INDEX CONCURRENTLY ix_payment_events_raw_body_kept"
+            " ON payment_events (processed_at) WHERE raw_body IS NOT NULL"
+        )
+    finally:
+        await connection.close()
+
+    await migrate_async(database_url)
+
+    assert await schema_differences(database_url, ALL_METADATA) == []

@@ -46,6 +46,12 @@ CONNECTION_FAILURES: Final = (
     asyncpg.InternalClientError,
 )
 """What a relay's or a cleanup's own connection may fail with: it connects again."""
+CLEANUP_LOCK_TIMEOUT: Final = "2s"
+"""How long a cleanup's statement waits for a lock before its round gives up (the next
+round tries again): one queued behind a migration's lock would hold up every request and
+consumer queued behind it in turn."""
+CLEANUP_STATEMENT_TIMEOUT: Final = "60s"
+"""How long a cleanup's statement may run: a batch takes tens of milliseconds."""
 _CUTOFF = "SELECT now() - make_interval(secs => $1)"
 # One batch of the outbox: the oldest sent rows before the round's cutoff, read from the
 # index of sent rows where the previous batch ended, deleted by primary key.
@@ -70,6 +76,19 @@ is delivered again then; Kafka keeps a topic's records 7 days by default. A reco
 protects exactly-once against redeliveries (an inbox row, a sent e-mail's mark) must be
 kept at least this long, or a late redelivery would be handled, or sent, a second time.
 Should dead letters be kept longer than this, this floor must follow them."""
+
+
+async def connect_for_cleanup(dsn: str, name: str) -> asyncpg.Connection:
+    """A cleanup's own connection to ``dsn``, with its timeouts, and named
+    ``shop-retention:<name>`` so that its session is told apart in ``pg_stat_activity``."""
+    return await asyncpg.connect(
+        dsn,
+        server_settings={
+            "application_name": f"shop-retention:{name}",
+            "lock_timeout": CLEANUP_LOCK_TIMEOUT,
+            "statement_timeout": CLEANUP_STATEMENT_TIMEOUT,
+        },
+    )
 
 
 def at_least(value: timedelta, floor: timedelta, rule: str) -> timedelta:
@@ -128,6 +147,12 @@ class TableRetention:
     name: str
     batch: str
     retention: timedelta
+
+    def __post_init__(self) -> None:
+        # The services' settings hold each table's floor; this is the library's own: a
+        # cutoff at or after the round's start would delete rows just written.
+        if self.retention <= timedelta(0):
+            raise ValueError(f"{self.name}: retention must be positive, not {self.retention}")
 
 
 def deleting(table: str, column: str) -> str:
@@ -226,9 +251,10 @@ class OutboxCleanup:
             while True:
                 try:
                     if connection is None:
-                        connection = await asyncpg.connect(self.dsn)
+                        connection = await connect_for_cleanup(self.dsn, "outbox")
                     await self.clean(connection)
                 except CONNECTION_FAILURES as error:
+                    RetentionMetrics.of(self.metrics.registry).failures.labels("outbox").inc()
                     log.warning(
                         "outbox cleanup failed; the next round tries again",
                         error=repr(error),
@@ -265,10 +291,10 @@ class OutboxCleanup:
 
 class RetentionMetrics:
     """Each table's cleanup, labelled by its name (``outbox`` for the relay's, else its
-    :attr:`TableRetention.name`): rows deleted (or cleared), rounds, failed rounds, the
-    time their statements took, when the last round ended; and whether this process
-    leads. One set
-    per registry (:meth:`of`): a worker's relay and its retention job share one."""
+    :attr:`TableRetention.name`; :data:`EVERY_TABLE` for a failure of the job's connection):
+    rows deleted (or cleared), rounds, failed rounds, the time their statements took, when
+    the last round ended; and whether this process leads. One set per registry
+    (:meth:`of`): a worker's relay and its retention job share one."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         self.registry = registry
@@ -292,7 +318,9 @@ class RetentionMetrics:
         )
         self.failures = Counter(
             "messaging_retention_failures",
-            "Cleanup rounds of each table that failed (logged with the error).",
+            'Cleanup rounds of each table that failed (logged with the error); table="*":'
+            " the retention job's connection could not be made or was lost, every table's"
+            " round with it.",
             ("table",),
             registry=registry,
         )
@@ -330,6 +358,10 @@ class RetentionMetrics:
             )
 
 
+EVERY_TABLE: Final = "*"
+"""The ``table`` label of a failure of the retention job's connection: it costs every
+table's round."""
+
 _REGISTERED: weakref.WeakKeyDictionary[CollectorRegistry, RetentionMetrics] = (
     weakref.WeakKeyDictionary()
 )
@@ -348,13 +380,16 @@ class Retention:
         """Clean ``tables`` of the database at ``dsn`` (an asyncpg DSN): a round of each
         every ``settings.interval`` s, while this process holds the advisory lock of
         ``name`` (the service's: one leader per database, whichever replica gets there
-        first)."""
+        first), on a connection of its own (:func:`connect_for_cleanup`)."""
         self.dsn = dsn
         self.tables = list(tables)
         self.settings = settings
         self.metrics = RetentionMetrics.of(metrics.registry)
+        self.name = name
         self.lock_key = zlib.crc32(f"shop.messaging.retention:{name}".encode())
         self.is_leader = False
+        self.lock_attempts = 0
+        """Times the database answered this process's try to take the lock."""
 
     async def run(self, stopping: asyncio.Event) -> None:
         """A worker's job (:data:`shop.messaging.Job`): clean until ``stopping`` is set,
@@ -381,13 +416,14 @@ class Retention:
             while True:
                 try:
                     if connection is None:
-                        connection = await asyncpg.connect(self.dsn)
+                        connection = await connect_for_cleanup(self.dsn, self.name)
                     if not self.is_leader:
                         await self._try_to_lead(connection)
                     if self.is_leader:
                         for table in self.tables:
                             await self._clean_or_report(connection, table)
                 except CONNECTION_FAILURES as error:
+                    self.metrics.failures.labels(EVERY_TABLE).inc()
                     log.warning(
                         "retention cleanup failed; the next round tries again",
                         error=repr(error),
@@ -439,7 +475,9 @@ class Retention:
                 raise
 
     async def _try_to_lead(self, connection: asyncpg.Connection) -> None:
-        if await connection.fetchval("SELECT pg_try_advisory_lock($1)", self.lock_key):
+        took = await connection.fetchval("SELECT pg_try_advisory_lock($1)", self.lock_key)
+        self.lock_attempts += 1
+        if took:
             log.info("retention took its database's lock")
             self._set_leader(True)
 

@@ -71,9 +71,14 @@ class AsyncpgCheckout:
 
     async def claim_key(self, customer_id: str, key: str, request_hash: str) -> StoredAnswer | None:
         connection = self.connection
-        if await connection.fetchval(_CLAIM_KEY, customer_id, key, request_hash) is not None:
-            return None
-        stored = await connection.fetchrow(_STORED_ANSWER, customer_id, key)
+        while True:
+            if await connection.fetchval(_CLAIM_KEY, customer_id, key, request_hash) is not None:
+                return None
+            stored = await connection.fetchrow(_STORED_ANSWER, customer_id, key)
+            if stored is not None:
+                break
+            # The key had expired, and the retention cleanup deleted it between the two
+            # statements (each reads what is committed when it starts): a new claim.
         if stored["request_hash"] != request_hash:
             raise IdempotencyConflict(key)
         return StoredAnswer(

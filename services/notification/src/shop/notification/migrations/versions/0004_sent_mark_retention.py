@@ -18,8 +18,18 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    # The cleanup deletes the oldest marks first, a batch at a time, along this index.
-    op.create_index(op.f("ix_order_notifications_sent_at"), "order_notifications", ["sent_at"])
+    # The cleanup deletes the oldest marks first, a batch at a time, along this index. Not
+    # CONCURRENTLY: that needs the transaction to end, and with it the migrations' advisory
+    # lock. The build holds off the marks' writes while it runs; where the table has grown
+    # large, build it by hand first (CREATE INDEX CONCURRENTLY
+    # ix_order_notifications_sent_at ON order_notifications (sent_at)), and this step finds
+    # it there.
+    op.create_index(
+        op.f("ix_order_notifications_sent_at"),
+        "order_notifications",
+        ["sent_at"],
+        if_not_exists=True,
+    )
 
 
 def downgrade() -> None:

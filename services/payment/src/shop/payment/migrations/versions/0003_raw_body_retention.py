@@ -22,12 +22,17 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     op.alter_column("payment_events", "raw_body", existing_type=sa.LargeBinary(), nullable=True)
     # The cleanup clears the oldest processed bodies first, a batch at a time; a cleared
-    # row leaves the index, so each round reads only bodies still kept.
+    # row leaves the index, so each round reads only bodies still kept. Not CONCURRENTLY:
+    # that needs the transaction to end, and with it the migrations' advisory lock. The
+    # build holds off the notifications' writes while it runs; where the table has grown
+    # large, build it by hand first (CREATE INDEX CONCURRENTLY ix_payment_events_raw_body_kept
+    # ON payment_events (processed_at) WHERE raw_body IS NOT NULL), and this step finds it.
     op.create_index(
         "ix_payment_events_raw_body_kept",
         "payment_events",
         ["processed_at"],
         postgresql_where=sa.text("raw_body IS NOT NULL"),
+        if_not_exists=True,
     )
 
 
