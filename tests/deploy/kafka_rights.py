@@ -12,7 +12,12 @@ from typing import Literal
 from shop.contracts import ALL_CONTRACTS
 from shop.messaging.asyncapi import ServiceBus
 from shop.messaging.naming import Naming
-from shop.messaging.transports.kafka.topology import delay_topics, group_id, topics_of
+from shop.messaging.transports.kafka.topology import (
+    dead_letter_collector_group,
+    delay_topics,
+    group_id,
+    topics_of,
+)
 
 from .manifests import Manifest, of_kind
 
@@ -103,6 +108,10 @@ def needs(namespace: str) -> set[Need]:
         for router in bus.routers:
             group = group_id(naming, router.group)
             found.add(Need(bus.name, "Read", "group", group))
+            # The worker's collector reads the consumer's dead letters into its store.
+            found.add(
+                Need(bus.name, "Read", "group", dead_letter_collector_group(naming, router.group))
+            )
             found.add(Need(CONSOLE, "Describe", "group", group))
             consumed = topics_of(naming, router)
             for topic in consumed:

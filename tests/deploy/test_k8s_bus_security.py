@@ -254,7 +254,8 @@ def test_a_right_too_many_or_too_few_is_caught() -> None:
     assert writers(objects, "prod-shop-payment-received") == {"order-service", "payment-service"}
     assert unused(objects, "prod") == ["order-service: Write topic prod-shop-payment-received"]
     assert unmet(objects, "prod") == [
-        "notification-service may not Read group prod-notification-service"
+        "notification-service may not Read group prod-notification-service",
+        "notification-service may not Read group prod-notification-service-dead-letters",
     ]
 
 
