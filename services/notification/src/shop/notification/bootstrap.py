@@ -44,7 +44,11 @@ def build_worker(
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
     # A connection per send in flight: each holds its e-mail's hold (a transaction) while
     # the provider takes the e-mail.
-    engine = create_engine(settings.database_url, pool_size=settings.max_in_flight)
+    engine = create_engine(
+        settings.database_url,
+        pool_size=settings.max_in_flight,
+        timeouts=settings.database_timeouts,
+    )
     shop = ShopIdentity(**settings.shop.model_dump())
     notifier = Notifier(
         SqlSentLog(session_factory(engine)),

@@ -41,7 +41,11 @@ def build_app(settings: OrderSettings, *, stores: Stores | None = None) -> FastA
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="api")
     if stores is None:
         stores = postgres_stores(
-            create_engine(settings.database_url, pool_size=settings.db_pool_size)
+            create_engine(
+                settings.database_url,
+                pool_size=settings.db_pool_size,
+                timeouts=settings.database_timeouts,
+            )
         )
     return create_app(settings, stores)
 
@@ -50,11 +54,15 @@ def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> 
     """Consumes PaymentReceived and, unless turned off, relays the outbox."""
     configure_logging(json=settings.log_json)
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
-    engine = create_engine(settings.database_url, pool_size=4)
+    engine = create_engine(settings.database_url, pool_size=4, timeouts=settings.database_timeouts)
     stores = postgres_stores(engine)
     transport = create_transport(settings.messaging)
     relay = (
-        Relay(settings.database_url, transport, settings=settings.relay)
+        Relay(
+            settings.database_timeouts.dsn(settings.database_url),
+            transport,
+            settings=settings.relay,
+        )
         if settings.run_relay
         else None
     )

@@ -39,7 +39,11 @@ def build_app(settings: PaymentSettings, *, store: WebhookStore | None = None) -
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="api")
     if store is not None:
         return create_app(settings, store)
-    engine = create_engine(settings.database_url, pool_size=settings.db_pool_size)
+    engine = create_engine(
+        settings.database_url,
+        pool_size=settings.db_pool_size,
+        timeouts=settings.database_timeouts,
+    )
     return create_app(settings, AsyncpgWebhookStore(engine), on_close=[engine.dispose])
 
 
@@ -73,11 +77,15 @@ def build_worker(
     gateways' API clients (tests)."""
     configure_logging(json=settings.log_json)
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
-    engine = create_engine(settings.database_url, pool_size=4)
+    engine = create_engine(settings.database_url, pool_size=4, timeouts=settings.database_timeouts)
     sessions = session_factory(engine)
     transport = create_transport(settings.messaging)
     relay = (
-        Relay(settings.database_url, transport, settings=settings.relay)
+        Relay(
+            settings.database_timeouts.dsn(settings.database_url),
+            transport,
+            settings=settings.relay,
+        )
         if settings.run_relay
         else None
     )
