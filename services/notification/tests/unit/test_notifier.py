@@ -112,6 +112,34 @@ async def test_a_failed_send_marks_nothing_and_says_whether_to_retry(
     assert sent_log.marks == {}
 
 
+async def test_the_logs_name_the_recipient_masked_never_in_the_clear() -> None:
+    with capture_logs() as logs:
+        await notifier(Provider(), SentLog()).send(CONFIRMATION, CREATED, context_of(CREATED))
+
+    recipients = [entry["to"] for entry in logs if "to" in entry]
+    assert recipients == ["a***@example.com", "a***@example.com"]  # sending, then sent
+    assert CREATED.customer_email not in repr(logs)
+
+
+@pytest.mark.parametrize(
+    ("failure", "reported_as"),
+    [
+        (EmailRejected("550 5.1.1 <ayu@example.com>: no such mailbox"), PermanentError),
+        (EmailUnavailable("the provider deferred the e-mail to ayu@example.com"), TransientError),
+    ],
+)
+async def test_a_failure_that_quotes_the_address_is_reported_with_it_masked(
+    failure: Exception, reported_as: type[Exception]
+) -> None:
+    with pytest.raises(reported_as) as reported:
+        await notifier(Provider(failure), SentLog()).send(
+            CONFIRMATION, CREATED, context_of(CREATED)
+        )
+
+    assert "a***@example.com" in str(reported.value)
+    assert "ayu@example.com" not in str(reported.value)
+
+
 async def test_the_receipt_carries_the_invoice() -> None:
     provider = Provider()
 
