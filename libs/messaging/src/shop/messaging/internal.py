@@ -18,9 +18,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from shop.contracts.base import EmailAddress
 from shop.messaging.deadletters import (
     DeadLetterFilter,
     DeadLetters,
@@ -36,6 +38,9 @@ OUTBOX_MESSAGES_PATH: Final = f"{PREFIX}/outbox/messages"
 INBOX_PATH: Final = f"{PREFIX}/inbox"
 DEAD_LETTERS_PATH: Final = f"{PREFIX}/dead-letters"
 DEAD_LETTER_PATH: Final = f"{DEAD_LETTERS_PATH}/{{group}}/{{letter_id}}"
+FORGET_CUSTOMER_PATH: Final = f"{PREFIX}/customers/forget"
+"""``POST``: erase or anonymise one customer in the service's store (every service that
+keeps something of its customers serves it; ``shopctl forget-customer`` asks each)."""
 DEVELOPMENT_OPERATOR_TOKEN: Final = "operator-development-token-do-not-deploy"
 """The operator token ``make run`` and compose's example give every service: in the
 repository, so each service's settings refuse it in production."""
@@ -43,6 +48,7 @@ MAX_IDS: Final = 200
 """Ids one query may list (``?event_ids=a,b,…``): a caller with more asks in parts."""
 
 Answer = Callable[[Mapping[str, str]], Awaitable[tuple[int, Any]]]
+_EMAIL: Final = TypeAdapter(EmailAddress)
 
 
 class BadQuery(ValueError):
@@ -88,6 +94,15 @@ def reference_of(query: Mapping[str, str], name: str) -> str:
     if len(value) > 100 or not value.isprintable():
         raise BadQuery(f"{name} must be an order's id or number")
     return value
+
+
+def email_of(query: Mapping[str, str], name: str = "email") -> str:
+    """A customer's e-mail address, checked and normalised as the contracts check it."""
+    value = required(query, name)
+    try:
+        return _EMAIL.validate_python(value)
+    except ValidationError:
+        raise BadQuery(f"{name} must be an e-mail address") from None
 
 
 def as_uuid(name: str, value: str) -> uuid.UUID:

@@ -1,0 +1,112 @@
+"""Forgetting a customer in order-service's store, on request (``shopctl forget-customer``):
+their orders stay, with their lines, totals and states, for the shop's books, but no longer
+say who placed them. The address becomes :data:`~shop.messaging.privacy.FORGOTTEN_EMAIL`,
+and the customer's id one of the order's own, so that the forgotten orders cannot be linked
+to each other or read with the customer's token; the customer's idempotency keys (their id
+and the answers kept for replays) are deleted, and the messages the outbox still keeps say
+the same as the orders.
+
+Idempotent: a second time, nothing names the address any more, and nothing changes."""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Collection
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+from sqlalchemy import delete, func, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from shop.messaging.privacy import FORGOTTEN_EMAIL
+from shop.messaging.schema import outbox
+from shop.order.adapters.tables import idempotency_keys, orders
+
+FORGOTTEN_CUSTOMER: Final = "forgotten:"
+"""The prefix of a forgotten order's customer id, followed by the order's own id: no
+identity provider issues such a subject, and no two forgotten orders share one."""
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """What forgetting one customer changed, in rows."""
+
+    orders: int
+    outbox_messages: int
+    idempotency_keys: int
+
+    def document(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def _of(email: str) -> Any:
+    return func.lower(orders.c.customer_email) == email.lower()
+
+
+async def orders_of(session: AsyncSession, email: str) -> list[uuid.UUID]:
+    """The ids of the orders placed with ``email`` (any case), oldest first."""
+    statement = select(orders.c.id).where(_of(email)).order_by(orders.c.created_at, orders.c.id)
+    return list((await session.execute(statement)).scalars())
+
+
+async def forget_customer(session: AsyncSession, email: str) -> Forgotten:
+    """Anonymise the customer of ``email`` in the session's transaction (the caller
+    commits)."""
+    placed = (
+        await session.execute(
+            select(orders.c.id, orders.c.customer_id).where(_of(email)).with_for_update()
+        )
+    ).all()
+    customers = {row.customer_id for row in placed}
+    keys = 0
+    if customers:
+        deleted = await session.execute(
+            delete(idempotency_keys)
+            .where(idempotency_keys.c.customer_id.in_(customers))
+            .returning(idempotency_keys.c.key)
+        )
+        keys = len(deleted.all())
+        await session.execute(
+            update(orders)
+            .where(orders.c.id.in_([row.id for row in placed]))
+            .values(
+                customer_email=FORGOTTEN_EMAIL,
+                customer_id=func.concat(FORGOTTEN_CUSTOMER, orders.c.id),
+            )
+        )
+    messages = await _forget_in_outbox(session, email, customers)
+    return Forgotten(orders=len(placed), outbox_messages=messages, idempotency_keys=keys)
+
+
+async def _forget_in_outbox(session: AsyncSession, email: str, customers: Collection[str]) -> int:
+    """Rewrite the kept messages that name ``email``: sent ones (kept for inspection) and
+    unsent ones alike, which then go out naming no one."""
+    # Found by their text, whatever their type or key: a message names the address only
+    # where a contract carries it (``customer_email``), but nothing else is assumed.
+    naming = func.strpos(func.lower(func.convert_from(outbox.c.body, "UTF8")), email.lower()) > 0
+    rows = (
+        await session.execute(select(outbox.c.id, outbox.c.body).where(naming).with_for_update())
+    ).all()
+    for row in rows:
+        document = json.loads(row.body)
+        payload = document.get("payload")
+        if isinstance(payload, dict) and payload.get("customer_id") in customers:
+            payload["customer_id"] = f"{FORGOTTEN_CUSTOMER}{payload.get('order_id', '')}"
+        forgotten = _replaced(document, re.compile(re.escape(email), re.IGNORECASE))
+        body = json.dumps(forgotten, ensure_ascii=False, separators=(",", ":")).encode()
+        await session.execute(update(outbox).where(outbox.c.id == row.id).values(body=body))
+    return len(rows)
+
+
+def _replaced(value: Any, email: re.Pattern[str]) -> Any:
+    """``value`` (a message's JSON) with the address, wherever a string holds it,
+    replaced by the forgotten customer's."""
+    if isinstance(value, dict):
+        return {name: _replaced(item, email) for name, item in value.items()}
+    if isinstance(value, list):
+        return [_replaced(item, email) for item in value]
+    if isinstance(value, str):
+        return email.sub(FORGOTTEN_EMAIL, value)
+    return value
