@@ -17,7 +17,7 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, func, literal_column, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from shop.messaging.privacy import FORGOTTEN_EMAIL
@@ -85,7 +85,8 @@ async def _forget_in_outbox(session: AsyncSession, email: str, customers: Collec
     unsent ones alike, which then go out naming no one."""
     # Found by their text, whatever their type or key: a message names the address only
     # where a contract carries it (``customer_email``), but nothing else is assumed.
-    naming = func.strpos(func.lower(func.convert_from(outbox.c.body, "UTF8")), email.lower()) > 0
+    body_text = func.convert_from(outbox.c.body, literal_column("'UTF8'"))
+    naming = func.strpos(func.lower(body_text), email.lower()) > 0
     rows = (
         await session.execute(select(outbox.c.id, outbox.c.body).where(naming).with_for_update())
     ).all()
