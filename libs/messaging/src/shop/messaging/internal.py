@@ -100,9 +100,10 @@ def email_of(query: Mapping[str, str], name: str = "email") -> str:
     """A customer's e-mail address, checked and normalised as the contracts check it."""
     value = required(query, name)
     try:
-        return _EMAIL.validate_python(value)
+        address: str = _EMAIL.validate_python(value)
     except ValidationError:
         raise BadQuery(f"{name} must be an e-mail address") from None
+    return address
 
 
 def as_uuid(name: str, value: str) -> uuid.UUID:
