@@ -74,6 +74,13 @@ def timed_out(error: BaseException) -> bool:
     return isinstance(error, TIMED_OUT)
 
 
+def unavailable(error: BaseException) -> bool:
+    """Whether ``error`` says the database is away (:func:`connection_lost`) or too slow
+    for now (:func:`timed_out`): either way nothing is wrong with the work, which is to be
+    tried again (a worker's outage, an internal route's 503), not failed."""
+    return connection_lost(error) or timed_out(error)
+
+
 @asynccontextmanager
 async def driver_connection(engine: AsyncEngine) -> AsyncIterator[asyncpg.Connection]:
     """The asyncpg connection underneath one of ``engine``'s pooled connections, for a hot

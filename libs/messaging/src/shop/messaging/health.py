@@ -47,7 +47,7 @@ class HealthServer:
         the operator routes to the network's protection alone, which only development
         and tests may do (each service's settings refuse it in production).
         ``outage``: whether an operator route's failure says the service's database is
-        away (the worker's own ``outage``): a 503 to ask again, not a 500."""
+        away or too slow (the worker's own ``outage``): a 503 to ask again, not a 500."""
         if operator_token == "":
             # An empty token set by mistake would otherwise read as "no token": open routes.
             raise ValueError("the operator token is empty: set one, or none at all")
@@ -152,7 +152,7 @@ def _answering(
                 return problem(
                     503,
                     "Service Unavailable",
-                    "the database could not be reached; ask again shortly",
+                    "the database could not be reached, or was too slow; ask again shortly",
                     headers={"Retry-After": "1"},
                 )
             log.exception("operator route failed", path=request.path)

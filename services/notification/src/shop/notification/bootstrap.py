@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from shop.database import create_engine, session_factory
-from shop.database.driver import connection_lost
+from shop.database.driver import unavailable
 from shop.messaging import Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.messaging.tracing import configure_tracing
@@ -67,8 +67,9 @@ def build_worker(
     return Worker(
         messaging,
         create_transport(messaging),
-        # A database restarting fails every handler: that is no message's fault.
-        outage=connection_lost,
+        # A database restarting, or a lock held too long, fails every handler: that is no
+        # message's fault.
+        outage=unavailable,
         routers=[router],
         routes=internal_routes(session_factory(engine)),
         operator_token=(

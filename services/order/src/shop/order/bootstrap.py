@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shop.database import create_engine, session_factory
-from shop.database.driver import connection_lost
+from shop.database.driver import unavailable
 from shop.messaging import Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.messaging.tracing import configure_tracing
@@ -69,8 +69,9 @@ def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> 
     return Worker(
         settings.messaging,
         transport,
-        # A database restarting fails every handler: that is no message's fault.
-        outage=connection_lost,
+        # A database restarting, or a lock held too long, fails every handler: that is no
+        # message's fault.
+        outage=unavailable,
         routers=[build_router(stores.orders)],
         sessions=session_factory(engine),
         relay=relay,

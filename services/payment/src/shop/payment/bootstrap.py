@@ -11,7 +11,7 @@ from typing import Final
 from fastapi import FastAPI
 
 from shop.database import create_engine, session_factory
-from shop.database.driver import connection_lost
+from shop.database.driver import unavailable
 from shop.messaging import Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.messaging.metrics import Metrics
@@ -108,8 +108,9 @@ def build_worker(
     return Worker(
         settings.messaging,
         transport,
-        # A database restarting fails every handler: that is no message's fault.
-        outage=connection_lost,
+        # A database restarting, or a lock held too long, fails every handler: that is no
+        # message's fault.
+        outage=unavailable,
         routers=[build_router(store, gateways, window, payment_metrics)],
         metrics=metrics,
         jobs=[reconciler.every_interval],
