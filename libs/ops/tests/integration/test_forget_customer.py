@@ -8,6 +8,7 @@ other customer is untouched; a second run changes nothing."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -22,7 +23,8 @@ from shop.notification.adapters.sent_log import SqlSentLog
 from shop.notification.adapters.tables import metadata as notification_metadata
 from shop.notification.domain.kinds import NotificationKey, NotificationKind
 from shop.ops.errors import OpsError
-from shop.ops.forget import forget_customer
+from shop.ops.forget import ROUNDS, forget_customer, forget_through
+from shop.ops.internal import OperatorPort, operator_port
 from shop.order.adapters.catalogue import seed_catalogue
 from shop.order.adapters.checkout import AsyncpgCheckoutStore
 from shop.order.adapters.tables import ALL_METADATA as ORDER_METADATA
@@ -69,31 +71,34 @@ async def seed(urls: dict[str, str]) -> dict[str, list[uuid.UUID]]:
     placed: dict[str, list[uuid.UUID]] = {AYU.email: [], BUDI.email: []}
     for customer, key in ((AYU, "k1"), (AYU, "k2"), (BUDI, "k1")):
         placed[customer.email].append(await place(urls["order-service"], customer, key))
+    for email, order_ids in placed.items():
+        for order_id in order_ids:
+            await paid_and_mailed(urls, order_id, email)
+    return placed
+
+
+async def paid_and_mailed(urls: dict[str, str], order_id: uuid.UUID, email: str) -> None:
+    """The order's gateway notification kept by payment-service, and its confirmation's
+    record kept by notification-service."""
     payments = await asyncpg.connect(urls["payment-service"])
     try:
-        for email, order_ids in placed.items():
-            for order_id in order_ids:
-                # A gateway's body may carry what the customer gave it.
-                body = f'{{"order_id": "{order_id}", "customer_details": {{"email": "{email}"}}}}'
-                await payments.execute(
-                    _GATEWAY_NOTIFICATION, f"evt-{order_id}", body.encode(), order_id, "pay-1"
-                )
+        # A gateway's body may carry what the customer gave it.
+        body = f'{{"order_id": "{order_id}", "customer_details": {{"email": "{email}"}}}}'
+        await payments.execute(
+            _GATEWAY_NOTIFICATION, f"evt-{order_id}", body.encode(), order_id, "pay-1"
+        )
     finally:
         await payments.close()
     engine = create_engine(urls["notification-service"])
     try:
-        sent_log = SqlSentLog(session_factory(engine))
-        for email, order_ids in placed.items():
-            for order_id in order_ids:
-                await sent_log.mark_sent(
-                    NotificationKey(order_id, NotificationKind.ORDER_CONFIRMATION),
-                    recipient=email,
-                    message_id=f"<order_confirmation.{order_id}@skincare-shop.example>",
-                    event_id=uuid.uuid4(),
-                )
+        await SqlSentLog(session_factory(engine)).mark_sent(
+            NotificationKey(order_id, NotificationKind.ORDER_CONFIRMATION),
+            recipient=email,
+            message_id=f"<order_confirmation.{order_id}@skincare-shop.example>",
+            event_id=uuid.uuid4(),
+        )
     finally:
         await engine.dispose()
-    return placed
 
 
 async def tables_naming(url: str, email: str) -> dict[str, int]:
@@ -216,3 +221,64 @@ async def test_what_is_not_an_address_is_refused_with_the_reason(
     await create_all(service_databases["order-service"], ORDER_METADATA)
     with pytest.raises(OpsError, match="answered 400: email must be an e-mail address"):
         await forget_customer(reading(internal_apis), "ayu at example")
+
+
+class PlacingBeforeOrderService(OperatorPort):
+    """order-service's port, as a customer still shopping makes it look: an order of
+    theirs is placed just before forget-customer's first step in order-service (after the
+    other services were asked about the orders listed)."""
+
+    def __init__(
+        self, port: OperatorPort, urls: dict[str, str], customer: Customer, *, times: int = 1
+    ) -> None:
+        super().__init__(port.client, port.service, port.url)
+        self.urls = urls
+        self.customer = customer
+        self.times = times
+        self.placed: list[uuid.UUID] = []
+
+    async def post(self, path: str, params: Mapping[str, str] | None = None) -> Any:
+        if path == FORGET_CUSTOMER_PATH and len(self.placed) < self.times:
+            key = f"late-{len(self.placed)}"
+            self.placed.append(await place(self.urls["order-service"], self.customer, key))
+            await paid_and_mailed(self.urls, self.placed[-1], self.customer.email)
+        return await super().post(path, params)
+
+
+async def test_an_order_placed_while_the_customer_is_forgotten_is_forgotten_too(
+    service_databases: dict[str, str], internal_apis: dict[str, str]
+) -> None:
+    await seed(service_databases)
+    settings = reading(internal_apis)
+
+    async with (
+        operator_port(settings, "order-service") as order_port,
+        operator_port(settings, "payment-service") as payments,
+        operator_port(settings, "notification-service") as notifications,
+    ):
+        orders = PlacingBeforeOrderService(order_port, service_databases, AYU)
+        forgotten = await forget_through(orders, payments, notifications, AYU.email)
+
+    assert len(orders.placed) == 1
+    assert forgotten.orders == 3, "rows changed, the late order's among them"
+    for url in service_databases.values():
+        assert await tables_naming(url, AYU.email) == {}
+    assert forgotten.changed["payment-service"] == {"gateway_notifications": 3}
+
+
+async def test_a_customer_who_keeps_ordering_while_forgotten_is_an_error_that_says_so(
+    service_databases: dict[str, str], internal_apis: dict[str, str]
+) -> None:
+    await seed(service_databases)
+    settings = reading(internal_apis)
+
+    async with (
+        operator_port(settings, "order-service") as order_port,
+        operator_port(settings, "payment-service") as payments,
+        operator_port(settings, "notification-service") as notifications,
+    ):
+        orders = PlacingBeforeOrderService(order_port, service_databases, AYU, times=100)
+        with pytest.raises(OpsError, match=r"still placed orders .* run forget-customer again"):
+            await forget_through(orders, payments, notifications, AYU.email)
+
+    assert len(orders.placed) == ROUNDS

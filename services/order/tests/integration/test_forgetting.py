@@ -62,12 +62,12 @@ async def test_forgetting_one_address_leaves_a_similar_customers_orders_and_mess
     forgotten: str,
     other: str,
 ) -> None:
-    await place(engine, Customer(id="cust_forgotten", email=forgotten))
+    placed = await place(engine, Customer(id="cust_forgotten", email=forgotten))
     await place(engine, Customer(id="cust_other", email=other))
     before = await kept(sessions, other)
 
     async with sessions() as session, session.begin():
-        changed = await forget_customer(session, forgotten.upper())
+        changed = await forget_customer(session, forgotten.upper(), [placed])
 
     assert (changed.orders, changed.outbox_messages, changed.idempotency_keys) == (1, 1, 1)
     assert await kept(sessions, other) == before

@@ -5,7 +5,9 @@ order-service, last, the address and the customer's id its orders and outbox kee
 orders themselves, their lines, totals and states, stay for the shop's books).
 
 order-service goes last because its orders are how the customer's orders are found: a run
-cut short (a service that did not answer) is run again, and finds them still. Each service
+cut short (a service that did not answer) is run again, and finds them still. It forgets
+only the orders the others were asked about, and names those placed since (a customer still
+shopping): they are forgotten in another round, the other services first. Each service
 changes only what still names the customer, so a second run changes nothing and says so.
 
 Dead letters are not among the stores asked: a dead letter keeps a message byte for byte
@@ -14,14 +16,17 @@ until a person redrives or purges it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from shop.messaging.internal import FORGET_CUSTOMER_PATH
 from shop.ops.errors import OpsError
-from shop.ops.internal import in_parts, operator_port
+from shop.ops.internal import OperatorPort, in_parts, operator_port
 from shop.ops.settings import NOTIFICATION_SERVICE, ORDER_SERVICE, PAYMENT_SERVICE, OpsSettings
 
 CUSTOMER_ORDERS_PATH: Final = "/internal/v1/customers/orders"
+ROUNDS: Final = 5
+"""Rounds of forgetting before giving up on a customer who keeps placing orders meanwhile
+(each round forgets the orders placed during the one before)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +34,7 @@ class ForgottenCustomer:
     """What each service changed, in rows, by service and by what it keeps."""
 
     orders: int
-    """The customer's orders found (and anonymised) in order-service."""
+    """The customer's orders anonymised in order-service (rows changed)."""
     changed: dict[str, dict[str, int]]
 
 
@@ -41,18 +46,52 @@ async def forget_customer(settings: OpsSettings, email: str) -> ForgottenCustome
         raise OpsError(
             "forgetting a customer needs the operator token: set SHOP_OPS_OPERATOR_TOKEN"
         )
-    email = email.strip()
-    async with operator_port(settings, ORDER_SERVICE) as orders:
-        order_ids = (await orders.get(CUSTOMER_ORDERS_PATH, {"email": email}))["order_ids"]
-        changed: dict[str, dict[str, int]] = {PAYMENT_SERVICE: {"gateway_notifications": 0}}
-        async with operator_port(settings, PAYMENT_SERVICE) as payments:
-            for part in in_parts(order_ids):
-                answer = await payments.post(FORGET_CUSTOMER_PATH, {"order_ids": part})
-                for what, rows in answer["changed"].items():
-                    changed[PAYMENT_SERVICE][what] = changed[PAYMENT_SERVICE].get(what, 0) + rows
-        async with operator_port(settings, NOTIFICATION_SERVICE) as notifications:
-            answer = await notifications.post(FORGET_CUSTOMER_PATH, {"email": email})
-            changed[NOTIFICATION_SERVICE] = answer["changed"]
-        answer = await orders.post(FORGET_CUSTOMER_PATH, {"email": email})
-        changed[ORDER_SERVICE] = answer["changed"]
-    return ForgottenCustomer(orders=len(order_ids), changed=changed)
+    async with (
+        operator_port(settings, ORDER_SERVICE) as orders,
+        operator_port(settings, PAYMENT_SERVICE) as payments,
+        operator_port(settings, NOTIFICATION_SERVICE) as notifications,
+    ):
+        return await forget_through(orders, payments, notifications, email.strip())
+
+
+async def forget_through(
+    orders: OperatorPort, payments: OperatorPort, notifications: OperatorPort, email: str
+) -> ForgottenCustomer:
+    """:func:`forget_customer` through the services' ports: rounds of the orders listed,
+    until order-service has none left naming the address."""
+    changed: dict[str, dict[str, int]] = {
+        PAYMENT_SERVICE: {"gateway_notifications": 0},
+        NOTIFICATION_SERVICE: {},
+        ORDER_SERVICE: {},
+    }
+    order_ids = (await orders.get(CUSTOMER_ORDERS_PATH, {"email": email}))["order_ids"]
+    for _ in range(ROUNDS):
+        for part in in_parts(order_ids):
+            _add(
+                changed[PAYMENT_SERVICE],
+                await payments.post(FORGET_CUSTOMER_PATH, {"order_ids": part}),
+            )
+        _add(
+            changed[NOTIFICATION_SERVICE],
+            await notifications.post(FORGET_CUSTOMER_PATH, {"email": email}),
+        )
+        remaining: list[str] = []
+        for part in in_parts(order_ids) or [""]:
+            answer = await orders.post(FORGET_CUSTOMER_PATH, {"email": email, "order_ids": part})
+            _add(changed[ORDER_SERVICE], answer)
+            remaining = answer["remaining_order_ids"]
+        if not remaining:
+            return ForgottenCustomer(
+                orders=changed[ORDER_SERVICE].get("orders", 0), changed=changed
+            )
+        # Orders placed since the list was taken: the other services forget them first.
+        order_ids = remaining
+    raise OpsError(
+        f"the customer still placed orders while being forgotten ({len(order_ids)} left "
+        f"after {ROUNDS} rounds): run forget-customer again once they have stopped"
+    )
+
+
+def _add(total: dict[str, int], answer: dict[str, Any]) -> None:
+    for what, rows in answer["changed"].items():
+        total[what] = total.get(what, 0) + rows

@@ -11,8 +11,9 @@ that a customer who asked to be forgotten is (:mod:`shop.order.adapters.forgetti
   conflicts (404 when there is none).
 - ``GET /internal/v1/customers/orders?email=…``: the ids of the orders placed with that
   address (what the other services are asked to forget of them).
-- ``POST /internal/v1/customers/forget?email=…``: that customer's orders no longer say who
-  placed them; what changed, in rows.
+- ``POST /internal/v1/customers/forget?email=…&order_ids=a,b,…``: those of that customer's
+  orders no longer say who placed them; what changed, in rows, and the ids of the orders
+  still naming the address (placed since they were listed).
 - ``GET /internal/v1/outbox``, ``GET /internal/v1/outbox/messages?key=…``,
   ``GET /internal/v1/inbox?event_ids=…``: :mod:`shop.messaging.internal`.
 """
@@ -149,9 +150,15 @@ def internal_routes(sessions: async_sessionmaker[AsyncSession]) -> list[Operator
 
     async def forget(query: Mapping[str, str]) -> dict[str, Any]:
         email = email_of(query)
+        listed = uuids(query, "order_ids") if query.get("order_ids", "").strip() else []
         async with sessions() as session, session.begin():
-            forgotten = await forget_customer(session, email)
-        return {"changed": forgotten.document()}
+            forgotten = await forget_customer(session, email, listed)
+        async with sessions() as session:
+            remaining = await orders_of(session, email)
+        return {
+            "changed": forgotten.document(),
+            "remaining_order_ids": [str(order_id) for order_id in remaining],
+        }
 
     return [
         OperatorRoute("GET", ORDERS_PATH, answering(search)),

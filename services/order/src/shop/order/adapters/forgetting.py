@@ -6,12 +6,14 @@ to each other or read with the customer's token; the customer's idempotency keys
 and the answers kept for replays) are deleted, and the messages the outbox still keeps say
 the same as the orders.
 
-Idempotent: a second time, nothing names the address any more, and nothing changes."""
+Only the orders named (those the other services were asked about first), and idempotent:
+a second time, nothing names the address any more, and nothing changes."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
@@ -49,12 +51,20 @@ async def orders_of(session: AsyncSession, email: str) -> list[uuid.UUID]:
     return list((await session.execute(statement)).scalars())
 
 
-async def forget_customer(session: AsyncSession, email: str) -> Forgotten:
-    """Anonymise the customer of ``email`` in the session's transaction (the caller
-    commits)."""
+async def forget_customer(
+    session: AsyncSession, email: str, order_ids: Collection[uuid.UUID]
+) -> Forgotten:
+    """Anonymise the customer of ``email`` in those of ``order_ids`` that name them, in the
+    session's transaction (the caller commits). Only the orders listed: the other services
+    were asked to forget those, and an order placed since is theirs to forget first
+    (:func:`orders_of` says which are left)."""
+    if not order_ids:
+        return Forgotten(orders=0, outbox_messages=0, idempotency_keys=0)
     placed = (
         await session.execute(
-            select(orders.c.id, orders.c.customer_id).where(_of(email)).with_for_update()
+            select(orders.c.id, orders.c.customer_id)
+            .where(_of(email), orders.c.id.in_(order_ids))
+            .with_for_update()
         )
     ).all()
     customers = {row.customer_id for row in placed}
