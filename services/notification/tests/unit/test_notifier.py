@@ -15,8 +15,10 @@ from structlog.testing import capture_logs
 
 from shop.contracts import Contract, OrderCreated, OrderPaid, OrderPaymentReversed, wrap
 from shop.contracts.examples import examples
+from shop.contracts.orders import OrderFacts
 from shop.messaging import MessageContext, PermanentError, TransientError
-from shop.notification.domain.emails import CONFIRMATION, RECEIPT, REVERSAL_NOTICE
+from shop.messaging.privacy import FORGOTTEN_EMAIL
+from shop.notification.domain.emails import CONFIRMATION, RECEIPT, REVERSAL_NOTICE, OrderEmail
 from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.kinds import NotificationKey, NotificationKind
 from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
@@ -176,6 +178,25 @@ async def test_two_sends_racing_for_one_mark_are_logged_as_a_duplicate() -> None
 
 
 REVERSED = examples()[OrderPaymentReversed]
+
+
+@pytest.mark.parametrize(
+    ("email", "event"),
+    [(CONFIRMATION, CREATED), (RECEIPT, PAID), (REVERSAL_NOTICE, REVERSED)],
+)
+async def test_an_order_of_a_forgotten_customer_sends_nothing_and_says_so_without_an_address(
+    email: OrderEmail, event: OrderFacts
+) -> None:
+    provider, sent_log = Provider(), SentLog()
+    forgotten = event.model_copy(update={"customer_email": FORGOTTEN_EMAIL})
+
+    with capture_logs() as logs:
+        await notifier(provider, sent_log).send(email, forgotten, context_of(forgotten))
+
+    assert provider.sent == []
+    assert sent_log.marks == {}
+    assert [entry["event"] for entry in logs] == ["customer forgotten; no e-mail sent"]
+    assert "@" not in repr(logs)
 
 
 def reversal(reference: str, **changes: Any) -> OrderPaymentReversed:

@@ -9,6 +9,8 @@ arriving meanwhile is retried later, never sent beside the first. The one gap: a
 between the provider's acceptance and the row (or a provider that took the e-mail and lost
 its reply) means one duplicate e-mail, which its stable Message-ID makes recognisable.
 Never a lost one.
+
+A forgotten customer's order (its events name :data:`FORGOTTEN_EMAIL`) sends nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from shop.contracts import OrderPaid, OrderPaymentReversed
 from shop.contracts.orders import OrderFacts
 from shop.messaging import MessageContext, PermanentError, ProviderUnavailable, TransientError
 from shop.messaging.breaker import calling_provider, provider_answered
-from shop.messaging.privacy import mask_email, mask_emails
+from shop.messaging.privacy import FORGOTTEN_EMAIL, mask_email, mask_emails
 from shop.notification.domain.emails import OrderEmail
 from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.kinds import NotificationKey
@@ -65,6 +67,15 @@ class Notifier:
         """Send ``email`` about ``event`` once: a reversal notice once per reversal (its
         ``reference``), so that a second partial refund of the same order is another
         e-mail, and a redelivery of the first is none."""
+        if event.customer_email.lower() == FORGOTTEN_EMAIL:
+            # The customer asked to be forgotten (shopctl forget-customer): the order's
+            # later events name the reserved address, which no e-mail is written to.
+            ctx.log.info(
+                "customer forgotten; no e-mail sent",
+                order_id=str(event.order_id),
+                kind=email.kind.value,
+            )
+            return
         reference = event.reference if isinstance(event, OrderPaymentReversed) else ""
 
         def compose() -> Composed:
