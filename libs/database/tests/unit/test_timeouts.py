@@ -8,6 +8,7 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_dbapi
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 
 from shop.database import DatabaseTimeouts
 from shop.database.driver import DATABASE_FAILURES, connection_lost, timed_out
@@ -80,3 +81,20 @@ def test_a_statement_that_gave_up_waiting_timed_out_and_the_database_is_not_away
 def test_other_failures_did_not_time_out(error: Exception) -> None:
     assert not timed_out(error)
     assert not timed_out(DBAPIError("SELECT 1", {}, _adapted(error)))
+
+
+def test_a_request_that_waited_too_long_for_a_pooled_connection_timed_out() -> None:
+    waited = PoolTimeout("QueuePool limit of size 1 overflow 0 reached, connection timed out")
+    assert isinstance(waited, DATABASE_FAILURES)
+    assert timed_out(waited)
+    assert not connection_lost(waited)
+    assert DatabaseTimeouts().pool_seconds == 3.0
+    assert "pool" not in str(DatabaseTimeouts().server_settings())
+
+
+def test_a_transaction_ended_for_idling_lost_its_connection() -> None:
+    ended = asyncpg.IdleInTransactionSessionTimeoutError(
+        "terminating connection due to idle-in-transaction timeout"
+    )
+    assert connection_lost(ended)
+    assert connection_lost(DBAPIError("SELECT 1", {}, _adapted(ended)))

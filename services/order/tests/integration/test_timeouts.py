@@ -12,6 +12,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
+from typing import Any
 
 import httpx
 import pytest
@@ -23,7 +24,7 @@ from shop.database import DatabaseTimeouts
 from shop.messaging.internal import FORGET_CUSTOMER_PATH
 from shop.messaging.message import Delivery
 from shop.messaging.outbox import message_headers
-from shop.messaging.outcome import Ack, Outcome
+from shop.messaging.outcome import Ack
 from shop.order.adapters.tables import orders, products
 from shop.order.bootstrap import build_app, build_worker
 from shop.order.settings import OrderSettings
@@ -120,11 +121,11 @@ def payment_for(order_id: uuid.UUID, amount: int) -> Delivery:
     )
 
 
-async def lock_waits_seen(session: AsyncSession, task: asyncio.Task[Outcome]) -> int:
-    """How many of the worker's statements were seen waiting for a lock (each try is a
-    statement of its own), watched from ``session``, until two were or ``task`` ended."""
+async def lock_waits_seen(session: AsyncSession, task: asyncio.Task[Any], *, until: int = 2) -> int:
+    """How many statements were seen waiting for a lock (each try is a statement of its
+    own), watched from ``session``, until ``until`` were or ``task`` ended."""
     seen: set[datetime] = set()
-    while len(seen) < 2 and not task.done():
+    while len(seen) < until and not task.done():
         # A transaction reads the activity as it was at its first read, unless told not to.
         await session.execute(text("SELECT pg_stat_clear_snapshot()"))
         waiting = await session.execute(
@@ -198,7 +199,9 @@ async def test_an_internal_route_held_up_by_a_lock_is_503_with_retry_after(
             httpx.AsyncClient(base_url=f"http://127.0.0.1:{worker.health.port}") as client,
             locked(sessions, f"SELECT * FROM orders WHERE id = '{order_id}' FOR UPDATE"),
         ):
-            held_up = await client.post(FORGET_CUSTOMER_PATH, params={"email": email})
+            held_up = await client.post(
+                FORGET_CUSTOMER_PATH, params={"email": email, "order_ids": order_id}
+            )
     finally:
         await worker.health.stop()
         for close in worker.on_close:
@@ -207,3 +210,36 @@ async def test_an_internal_route_held_up_by_a_lock_is_503_with_retry_after(
     assert held_up.status_code == 503, held_up.text
     assert held_up.headers["Retry-After"] == "1"
     assert held_up.headers["Content-Type"].startswith(PROBLEM_JSON)
+
+
+async def test_a_request_that_finds_every_pooled_connection_busy_is_503_with_retry_after(
+    order_settings: OrderSettings,
+    sessions: async_sessionmaker[AsyncSession],
+    order_headers: dict[str, str],
+    auth: dict[str, str],
+) -> None:
+    # One connection, held by a checkout waiting on a product's lock: the next request
+    # waits for the pool, not for Postgres.
+    one_connection = order_settings.model_copy(
+        update={
+            "db_pool_size": 1,
+            "database_timeouts": DatabaseTimeouts(
+                lock_seconds=10, statement_seconds=15, pool_seconds=0.3
+            ),
+        }
+    )
+    body = {"items": [{"sku": SERUM, "quantity": 1}]}
+    async with api(one_connection) as client:
+        async with sessions() as holder, holder.begin():
+            await holder.execute(text(f"SELECT * FROM products WHERE sku = '{SERUM}' FOR UPDATE"))
+            checkout = asyncio.create_task(
+                client.post("/v1/orders", json=body, headers=order_headers)
+            )
+            assert await lock_waits_seen(holder, checkout, until=1) == 1
+            queued = await client.get("/v1/orders", headers=auth)
+        placed = await checkout
+
+    assert queued.status_code == 503, queued.text
+    assert queued.headers["retry-after"] == "1"
+    assert queued.headers["content-type"] == PROBLEM_JSON
+    assert placed.status_code == 201, placed.text

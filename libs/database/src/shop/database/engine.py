@@ -22,13 +22,14 @@ def create_engine(
     url: str, *, pool_size: int = 5, timeouts: DatabaseTimeouts | None = None
 ) -> AsyncEngine:
     """An engine whose every connection has ``timeouts`` (the defaults when None)."""
-    settings = (timeouts or DatabaseTimeouts()).server_settings()
+    timeouts = timeouts or DatabaseTimeouts()
     # pool_size is the cap: more connections than that only queue inside Postgres.
     return create_async_engine(
         sqlalchemy_url(url),
         pool_size=pool_size,
         max_overflow=0,
-        connect_args={"server_settings": settings},
+        pool_timeout=timeouts.pool_seconds,
+        connect_args={"server_settings": timeouts.server_settings()},
     )
 
 

@@ -28,6 +28,10 @@ class DatabaseTimeouts(BaseModel):
     with it the locks it holds. Longer than anything a service does inside a transaction
     that is not a statement: notification-service sends an e-mail inside its hold, for as
     long as a handler's timeout (``messaging.handler_timeout``, 120 s) allows."""
+    pool_seconds: float = Field(default=3.0, gt=0)
+    """How long a request waits for one of the pool's connections (every one busy, as
+    when requests pile up behind a lock) before it is answered 503 to try again, instead
+    of SQLAlchemy's 30 s: a caller has given up long before. Not a server setting."""
 
     @model_validator(mode="after")
     def lock_within_statement(self) -> Self:
