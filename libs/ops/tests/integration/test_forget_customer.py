@@ -211,7 +211,7 @@ async def test_forgetting_needs_the_operator_token(
         await forget_customer(without, AYU.email)
     async with httpx.AsyncClient() as client:
         for service, url in internal_apis.items():
-            refused = await client.post(f"{url}{FORGET_CUSTOMER_PATH}", params={"email": AYU.email})
+            refused = await client.post(f"{url}{FORGET_CUSTOMER_PATH}", json={"email": AYU.email})
             assert refused.status_code == 401, (service, refused.text)
 
 
@@ -237,12 +237,18 @@ class PlacingBeforeOrderService(OperatorPort):
         self.times = times
         self.placed: list[uuid.UUID] = []
 
-    async def post(self, path: str, params: Mapping[str, str] | None = None) -> Any:
+    async def post(
+        self,
+        path: str,
+        params: Mapping[str, str] | None = None,
+        *,
+        body: Mapping[str, str] | None = None,
+    ) -> Any:
         if path == FORGET_CUSTOMER_PATH and len(self.placed) < self.times:
             key = f"late-{len(self.placed)}"
             self.placed.append(await place(self.urls["order-service"], self.customer, key))
             await paid_and_mailed(self.urls, self.placed[-1], self.customer.email)
-        return await super().post(path, params)
+        return await super().post(path, params, body=body)
 
 
 async def test_an_order_placed_while_the_customer_is_forgotten_is_forgotten_too(

@@ -200,7 +200,7 @@ async def test_an_internal_route_held_up_by_a_lock_is_503_with_retry_after(
             locked(sessions, f"SELECT * FROM orders WHERE id = '{order_id}' FOR UPDATE"),
         ):
             held_up = await client.post(
-                FORGET_CUSTOMER_PATH, params={"email": email, "order_ids": order_id}
+                FORGET_CUSTOMER_PATH, json={"email": email, "order_ids": order_id}
             )
     finally:
         await worker.health.stop()

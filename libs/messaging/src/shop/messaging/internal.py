@@ -6,9 +6,11 @@ these (its orders, its payments, its e-mails), with the same query helpers, so t
 operator tool ever reads a service's tables.
 
 Every answer is JSON; a query that cannot be read is a 400 that says which parameter and
-why (:class:`BadQuery`), never an error of the server. An unexpected failure is a problem
-document too (:class:`~shop.messaging.health.HealthServer`): a 503 with ``Retry-After``
-when the service's database cannot be reached (the worker's ``outage``), else a 500."""
+why (:class:`BadQuery`), never an error of the server. A POST's JSON body (an object of
+strings) is read as more parameters; a customer's address is taken from the body only.
+An unexpected failure is a problem document too (:class:`~shop.messaging.health.HealthServer`):
+a 503 with ``Retry-After`` when the service's database cannot be reached or was too slow
+(the worker's ``outage``), else a 500."""
 
 from __future__ import annotations
 
@@ -40,7 +42,11 @@ DEAD_LETTERS_PATH: Final = f"{PREFIX}/dead-letters"
 DEAD_LETTER_PATH: Final = f"{DEAD_LETTERS_PATH}/{{group}}/{{letter_id}}"
 FORGET_CUSTOMER_PATH: Final = f"{PREFIX}/customers/forget"
 """``POST``: erase or anonymise one customer in the service's store (every service that
-keeps something of its customers serves it; ``shopctl forget-customer`` asks each)."""
+keeps something of its customers serves it; ``shopctl forget-customer`` asks each). The
+address goes in the JSON body, never the URL (:data:`~shop.messaging.health.PRIVATE_FIELDS`)."""
+CUSTOMER_ORDERS_PATH: Final = f"{PREFIX}/customers/orders"
+"""``POST``: the ids of the orders placed with an address (order-service's; what the other
+services are asked to forget of them)."""
 DEVELOPMENT_OPERATOR_TOKEN: Final = "operator-development-token-do-not-deploy"
 """The operator token ``make run`` and compose's example give every service: in the
 repository, so each service's settings refuse it in production."""

@@ -18,12 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from shop.messaging.internal import FORGET_CUSTOMER_PATH
+from shop.messaging.internal import CUSTOMER_ORDERS_PATH, FORGET_CUSTOMER_PATH
 from shop.ops.errors import OpsError
 from shop.ops.internal import OperatorPort, in_parts, operator_port
 from shop.ops.settings import NOTIFICATION_SERVICE, ORDER_SERVICE, PAYMENT_SERVICE, OpsSettings
 
-CUSTOMER_ORDERS_PATH: Final = "/internal/v1/customers/orders"
 ROUNDS: Final = 5
 """Rounds of forgetting before giving up on a customer who keeps placing orders meanwhile
 (each round forgets the orders placed during the one before)."""
@@ -64,20 +63,22 @@ async def forget_through(
         NOTIFICATION_SERVICE: {},
         ORDER_SERVICE: {},
     }
-    order_ids = (await orders.get(CUSTOMER_ORDERS_PATH, {"email": email}))["order_ids"]
+    order_ids = (await orders.post(CUSTOMER_ORDERS_PATH, body={"email": email}))["order_ids"]
     for _ in range(ROUNDS):
         for part in in_parts(order_ids):
             _add(
                 changed[PAYMENT_SERVICE],
-                await payments.post(FORGET_CUSTOMER_PATH, {"order_ids": part}),
+                await payments.post(FORGET_CUSTOMER_PATH, body={"order_ids": part}),
             )
         _add(
             changed[NOTIFICATION_SERVICE],
-            await notifications.post(FORGET_CUSTOMER_PATH, {"email": email}),
+            await notifications.post(FORGET_CUSTOMER_PATH, body={"email": email}),
         )
         remaining: list[str] = []
         for part in in_parts(order_ids) or [""]:
-            answer = await orders.post(FORGET_CUSTOMER_PATH, {"email": email, "order_ids": part})
+            answer = await orders.post(
+                FORGET_CUSTOMER_PATH, body={"email": email, "order_ids": part}
+            )
             _add(changed[ORDER_SERVICE], answer)
             remaining = answer["remaining_order_ids"]
         if not remaining:

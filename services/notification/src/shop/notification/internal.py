@@ -7,8 +7,8 @@ publishes nothing) and no inbox (each e-mail is its own record, marked after the
   first.
 - ``GET /internal/v1/emails?order_ids=a,b,…[&kind=…]``: the e-mails sent about those orders
   (of one kind, ``payment_receipt`` say: a reconciliation's).
-- ``POST /internal/v1/customers/forget?email=…``: the records of the e-mails sent to that
-  address no longer name it; what changed, in rows
+- ``POST /internal/v1/customers/forget`` ``{"email": …}``: the records of the e-mails sent
+  to that address no longer name it; what changed, in rows
   (:mod:`shop.notification.adapters.forgetting`).
 """
 

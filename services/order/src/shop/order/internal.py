@@ -9,11 +9,11 @@ that a customer who asked to be forgotten is (:mod:`shop.order.adapters.forgetti
 - ``GET /internal/v1/orders?ids=a,b,…``: those orders (a reconciliation's).
 - ``GET /internal/v1/orders/{order}``: one order by id or number, with its payment
   conflicts (404 when there is none).
-- ``GET /internal/v1/customers/orders?email=…``: the ids of the orders placed with that
-  address (what the other services are asked to forget of them).
-- ``POST /internal/v1/customers/forget?email=…&order_ids=a,b,…``: those of that customer's
-  orders no longer say who placed them; what changed, in rows, and the ids of the orders
-  still naming the address (placed since they were listed).
+- ``POST /internal/v1/customers/orders`` ``{"email": …}``: the ids of the orders placed
+  with that address (what the other services are asked to forget of them).
+- ``POST /internal/v1/customers/forget`` ``{"email": …, "order_ids": "a,b,…"}``: those of
+  that customer's orders no longer say who placed them; what changed, in rows, and the ids
+  of the orders still naming the address (placed since they were listed).
 - ``GET /internal/v1/outbox``, ``GET /internal/v1/outbox/messages?key=…``,
   ``GET /internal/v1/inbox?event_ids=…``: :mod:`shop.messaging.internal`.
 """
@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging import OperatorRoute
 from shop.messaging.internal import (
+    CUSTOMER_ORDERS_PATH,
     FORGET_CUSTOMER_PATH,
     PREFIX,
     NotFound,
@@ -46,7 +47,6 @@ from shop.order.adapters.tables import orders, payment_conflicts
 
 ORDERS_PATH: Final = f"{PREFIX}/orders"
 ORDER_PATH: Final = f"{PREFIX}/orders/{{order}}"
-CUSTOMER_ORDERS_PATH: Final = f"{PREFIX}/customers/orders"
 _MOST: Final = 200
 
 _SUMMARY = select(
@@ -163,7 +163,7 @@ def internal_routes(sessions: async_sessionmaker[AsyncSession]) -> list[Operator
     return [
         OperatorRoute("GET", ORDERS_PATH, answering(search)),
         OperatorRoute("GET", ORDER_PATH, answering(one)),
-        OperatorRoute("GET", CUSTOMER_ORDERS_PATH, answering(customer_orders)),
+        OperatorRoute("POST", CUSTOMER_ORDERS_PATH, answering(customer_orders)),
         OperatorRoute("POST", FORGET_CUSTOMER_PATH, answering(forget)),
         *outbox_routes(sessions),
         inbox_route(sessions),

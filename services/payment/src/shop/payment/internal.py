@@ -9,8 +9,9 @@ the payments and the gateway's notifications, its outbox and its inbox. The cons
 - ``GET /internal/v1/payments?created_since=…&updated_before=…&limit=…``: payments opened
   since a time and unchanged since another, oldest first (a reconciliation's).
 - ``GET /internal/v1/payments?order_ids=a,b,…``: the payments of those orders.
-- ``POST /internal/v1/customers/forget?order_ids=a,b,…``: the gateways' notifications about
-  a customer's orders (their ids from order-service) erased; what changed, in rows
+- ``POST /internal/v1/customers/forget`` ``{"order_ids": "a,b,…"}``: the gateways'
+  notifications about a customer's orders (their ids from order-service) erased; what
+  changed, in rows
   (:mod:`shop.payment.adapters.forgetting`).
 - ``GET /internal/v1/outbox``, ``GET /internal/v1/outbox/messages?key=…``,
   ``GET /internal/v1/inbox?event_ids=…``: :mod:`shop.messaging.internal`.
