@@ -66,7 +66,7 @@ def test_dead_letter_filter_matches_every_given_field() -> None:
 
 def test_emails_are_masked_in_logs() -> None:
     event = {"event": "sent to ayu.lestari@example.com", "count": 3}
-    assert mask_emails(None, "info", event) == {"event": "sent to ay***@example.com", "count": 3}
+    assert mask_emails(None, "info", event) == {"event": "sent to a***@example.com", "count": 3}
 
 
 def test_after_a_partial_failure_nothing_behind_a_failed_message_of_its_key_is_marked() -> None:

@@ -18,7 +18,6 @@ from shop.ops.errors import Unreachable, redacted
 from shop.ops.render import jsonable, moment, seconds
 from shop.ops.services import consumer_groups, in_namespace, service_of, shop_services
 from shop.ops.settings import OpsSettings
-from shop.ops.timeline import mask_email
 from shop.ops.tokens import customer_token
 from shop.order.api.auth import authenticate
 from shop.order.settings import OrderSettings
@@ -71,11 +70,6 @@ def test_a_password_never_reaches_a_message() -> None:
     )
     assert redacted("postgresql://postgres@db/order") == "postgresql://postgres@db/order"
     assert "make run" in str(Unreachable("order-service", "http://127.0.0.1:8001"))
-
-
-def test_customer_addresses_are_masked() -> None:
-    assert mask_email("ayu@example.com") == "a***@example.com"
-    assert mask_email("nobody") == "***"
 
 
 def test_the_consumer_groups_are_those_the_services_describe() -> None:

@@ -82,3 +82,55 @@ async def test_error_responses_are_documented_as_the_apps_problem_model(
     }
     assert "sku" in schema["components"]["schemas"]["ShopProblem"]["properties"]
     assert "HTTPValidationError" not in schema["components"]["schemas"]
+
+
+class Away(Exception):
+    """The database could not be reached."""
+
+
+class GaveUp(Away):
+    """The database gave up waiting for a lock."""
+
+
+class Broken(Away):
+    """A statement failed: a defect."""
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "reason"),
+    [
+        (Away(), 503, "could not be reached"),
+        (GaveUp(), 503, "gave up waiting (for a lock held by another request"),
+        (Broken(), 500, None),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, Exception) else str(value),
+)
+async def test_a_database_away_or_giving_up_is_503_with_retry_after_and_anything_else_500(
+    error: Exception, status: int, reason: str | None
+) -> None:
+    app = FastAPI()
+    failing = APIRouter()
+
+    @failing.get("/fails")
+    async def fail() -> None:
+        raise error
+
+    app.include_router(failing)
+    problems.install(app, [failing], model=ProblemDocument)
+    problems.answer_unavailable(
+        app,
+        [Away],
+        unreachable=lambda e: type(e) is Away,
+        too_slow=lambda e: isinstance(e, GaveUp),
+        what="database",
+    )
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://web.test") as client:
+        response = await client.get("/fails")
+
+    assert response.status_code == status
+    if reason is not None:
+        assert response.headers["Retry-After"] == "1"
+        assert response.headers["content-type"] == PROBLEM_JSON
+        assert reason in response.json()["detail"]
+        assert response.json()["detail"].endswith("send the same request again shortly")

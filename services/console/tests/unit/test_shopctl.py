@@ -74,6 +74,7 @@ def one_line_failure(args: list[str]) -> str:
         ["dlq", "show"],
         ["dlq", "redrive"],
         ["dlq", "purge"],
+        ["forget-customer"],
     ],
 )
 def test_every_command_explains_itself(command: list[str]) -> None:
@@ -123,6 +124,20 @@ def test_a_service_whose_internal_api_does_not_answer_is_named(
         f"cannot reach order-service's worker at http://127.0.0.1:{closed_port}: "
         "is `make run` running?"
     )
+
+
+def test_forgetting_a_customer_asks_first_naming_them_masked() -> None:
+    result = runner.invoke(app, ["forget-customer", "ayu@example.com"], input="n\n")
+    assert result.exit_code == 1, result.output
+    assert "Forget a***@example.com in every service?" in result.stdout
+    assert "ayu@example.com" not in result.stdout
+
+
+def test_forgetting_a_customer_needs_the_operator_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOP_OPS_ENV_FILE", "/nonexistent/shop.env")
+    monkeypatch.delenv("SHOP_OPS_OPERATOR_TOKEN", raising=False)
+    reason = one_line_failure(["forget-customer", "ayu@example.com", "--yes"])
+    assert reason == "forgetting a customer needs the operator token: set SHOP_OPS_OPERATOR_TOKEN"
 
 
 def test_a_worker_that_does_not_answer_is_named(

@@ -15,8 +15,10 @@ from structlog.testing import capture_logs
 
 from shop.contracts import Contract, OrderCreated, OrderPaid, OrderPaymentReversed, wrap
 from shop.contracts.examples import examples
+from shop.contracts.orders import OrderFacts
 from shop.messaging import MessageContext, PermanentError, TransientError
-from shop.notification.domain.emails import CONFIRMATION, RECEIPT, REVERSAL_NOTICE
+from shop.messaging.privacy import FORGOTTEN_EMAIL
+from shop.notification.domain.emails import CONFIRMATION, RECEIPT, REVERSAL_NOTICE, OrderEmail
 from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.kinds import NotificationKey, NotificationKind
 from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
@@ -112,6 +114,34 @@ async def test_a_failed_send_marks_nothing_and_says_whether_to_retry(
     assert sent_log.marks == {}
 
 
+async def test_the_logs_name_the_recipient_masked_never_in_the_clear() -> None:
+    with capture_logs() as logs:
+        await notifier(Provider(), SentLog()).send(CONFIRMATION, CREATED, context_of(CREATED))
+
+    recipients = [entry["to"] for entry in logs if "to" in entry]
+    assert recipients == ["a***@example.com", "a***@example.com"]  # sending, then sent
+    assert CREATED.customer_email not in repr(logs)
+
+
+@pytest.mark.parametrize(
+    ("failure", "reported_as"),
+    [
+        (EmailRejected("550 5.1.1 <ayu@example.com>: no such mailbox"), PermanentError),
+        (EmailUnavailable("the provider deferred the e-mail to ayu@example.com"), TransientError),
+    ],
+)
+async def test_a_failure_that_quotes_the_address_is_reported_with_it_masked(
+    failure: Exception, reported_as: type[Exception]
+) -> None:
+    with pytest.raises(reported_as) as reported:
+        await notifier(Provider(failure), SentLog()).send(
+            CONFIRMATION, CREATED, context_of(CREATED)
+        )
+
+    assert "a***@example.com" in str(reported.value)
+    assert "ayu@example.com" not in str(reported.value)
+
+
 async def test_the_receipt_carries_the_invoice() -> None:
     provider = Provider()
 
@@ -148,6 +178,25 @@ async def test_two_sends_racing_for_one_mark_are_logged_as_a_duplicate() -> None
 
 
 REVERSED = examples()[OrderPaymentReversed]
+
+
+@pytest.mark.parametrize(
+    ("email", "event"),
+    [(CONFIRMATION, CREATED), (RECEIPT, PAID), (REVERSAL_NOTICE, REVERSED)],
+)
+async def test_an_order_of_a_forgotten_customer_sends_nothing_and_says_so_without_an_address(
+    email: OrderEmail, event: OrderFacts
+) -> None:
+    provider, sent_log = Provider(), SentLog()
+    forgotten = event.model_copy(update={"customer_email": FORGOTTEN_EMAIL})
+
+    with capture_logs() as logs:
+        await notifier(provider, sent_log).send(email, forgotten, context_of(forgotten))
+
+    assert provider.sent == []
+    assert sent_log.marks == {}
+    assert [entry["event"] for entry in logs] == ["customer forgotten; no e-mail sent"]
+    assert "@" not in repr(logs)
 
 
 def reversal(reference: str, **changes: Any) -> OrderPaymentReversed:

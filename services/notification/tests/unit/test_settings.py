@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr, ValidationError
 
+from shop.database import DatabaseTimeouts
 from shop.messaging import MessagingSettings
 from shop.messaging.retention import LONGEST_REDELIVERY
 from shop.notification.settings import NotificationSettings, SmtpSettings
@@ -100,3 +101,26 @@ def test_the_sent_emails_retention_is_read_from_its_variable(
 ) -> None:
     monkeypatch.setenv("SHOP_NOTIFICATION_RETENTION__SENT_EMAILS", "P90D")
     assert NotificationSettings(environment="test").retention.sent_emails == timedelta(days=90)
+
+
+def test_an_idle_timeout_a_send_could_outlast_is_refused() -> None:
+    # An e-mail is sent inside its hold's transaction: cut idle mid-send, its mark is lost.
+    with pytest.raises(ValidationError, match="IDLE_IN_TRANSACTION_SECONDS must exceed"):
+        NotificationSettings(
+            environment="test",
+            database_timeouts=DatabaseTimeouts(idle_in_transaction_seconds=60),
+            messaging=MessagingSettings(handler_timeout=120),
+        )
+    NotificationSettings(
+        environment="test",
+        database_timeouts=DatabaseTimeouts(idle_in_transaction_seconds=0),
+        messaging=MessagingSettings(handler_timeout=120),
+    )
+
+
+def test_the_database_timeouts_are_read_from_their_variables(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SHOP_NOTIFICATION_DATABASE_TIMEOUTS__LOCK_SECONDS", "0.5")
+    settings = NotificationSettings(environment="test")
+    assert settings.database_timeouts.server_settings()["lock_timeout"] == "500"

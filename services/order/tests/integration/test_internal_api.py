@@ -14,6 +14,7 @@ import pytest
 
 from shop.database import create_engine, session_factory
 from shop.database.driver import connection_lost
+from shop.messaging.internal import CUSTOMER_ORDERS_PATH, FORGET_CUSTOMER_PATH
 from shop.messaging.testing import operator_port
 from shop.order.internal import internal_routes
 
@@ -157,3 +158,44 @@ async def test_a_database_that_cannot_be_reached_is_a_json_503_to_ask_again() ->
     assert reply.headers["Retry-After"] == "1"
     assert reply.headers["Content-Type"].startswith("application/problem+json")
     assert "the database could not be reached" in reply.json()["detail"]
+
+
+async def test_a_customer_is_listed_and_forgotten_with_the_address_in_the_body_never_the_url(
+    client: httpx.AsyncClient, auth: dict[str, str], internal: httpx.AsyncClient
+) -> None:
+    # An address in a URL ends up in every access log and proxy on the way.
+    placed = await place(client, auth, ("CLEANSER-GEL-150", 1))
+
+    listed = await internal.post(CUSTOMER_ORDERS_PATH, json={"email": "ayu@example.com"})
+    forgotten = await internal.post(
+        FORGET_CUSTOMER_PATH, json={"email": "Ayu@Example.com", "order_ids": placed["id"]}
+    )
+    in_the_url = await internal.post(FORGET_CUSTOMER_PATH, params={"email": "ayu@example.com"})
+
+    assert listed.status_code == 200, listed.text
+    assert listed.json() == {"order_ids": [placed["id"]]}
+    assert forgotten.status_code == 200, forgotten.text
+    assert forgotten.json() == {
+        "changed": {"orders": 1, "outbox_messages": 1, "idempotency_keys": 1},
+        "remaining_order_ids": [],
+    }
+    assert in_the_url.status_code == 400, in_the_url.text
+    assert "in the JSON body" in in_the_url.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("body", "named"),
+    [
+        (b"not json", "JSON object"),
+        (b'["ayu@example.com"]', "JSON object"),
+        (b'{"email": ["ayu@example.com"]}', "email must be a string"),
+    ],
+)
+async def test_a_body_that_cannot_be_read_is_a_400_that_says_why(
+    internal: httpx.AsyncClient, body: bytes, named: str
+) -> None:
+    reply = await internal.post(
+        FORGET_CUSTOMER_PATH, content=body, headers={"Content-Type": "application/json"}
+    )
+    assert reply.status_code == 400, reply.text
+    assert named in reply.json()["detail"]

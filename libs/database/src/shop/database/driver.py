@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 import asyncpg
 import asyncpg.exceptions._base as asyncpg_client
 from sqlalchemy.exc import DBAPIError, EmulatedDBAPIException
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.util import greenlet_spawn
 
@@ -21,6 +22,8 @@ CONNECTION_LOST = (
     asyncpg.AdminShutdownError,
     asyncpg.CrashShutdownError,
     asyncpg.CannotConnectNowError,
+    # The server ended a transaction left idle too long: the connection is closed with it.
+    asyncpg.IdleInTransactionSessionTimeoutError,
     ConnectionError,
     TimeoutError,
 )
@@ -37,10 +40,17 @@ NOT_LOST = (
 """…but for these, of the same classes: asyncpg refusing a value or a statement itself (a
 number out of a column's range, a plan its cache has outlived). Tried again they fail
 again, so they are the statement's failure."""
-DATABASE_FAILURES = (*CONNECTION_LOST, DBAPIError, EmulatedDBAPIException)
-"""What a request may meet when the database fails it (for :func:`connection_lost` to sort):
-SQLAlchemy's errors, and the asyncpg dialect's own, which a raw connection's checkout
-raises unwrapped (with asyncpg's error as its cause)."""
+TIMED_OUT = (asyncpg.LockNotAvailableError, asyncpg.QueryCanceledError, PoolTimeout)
+"""What a statement fails with when it waited longer than the connection's ``lock_timeout``
+or ran longer than its ``statement_timeout`` (:mod:`shop.database.timeouts`): the
+transaction is rolled back, and the same request may succeed a moment later. And what a
+request fails with when every pooled connection stayed busy for ``pool_seconds`` (requests
+piled up behind a lock): SQLAlchemy's own, not the driver's."""
+DATABASE_FAILURES = (*CONNECTION_LOST, *TIMED_OUT, DBAPIError, EmulatedDBAPIException)
+"""What a request may meet when the database fails it (for :func:`connection_lost` and
+:func:`timed_out` to sort): SQLAlchemy's errors, the asyncpg dialect's own, which a raw
+connection's checkout raises unwrapped (with asyncpg's error as its cause), and asyncpg's
+timeouts, which a statement on the raw connection raises as they are."""
 
 
 def connection_lost(error: BaseException) -> bool:
@@ -56,6 +66,25 @@ def connection_lost(error: BaseException) -> bool:
 
 def _lost(error: BaseException | None) -> bool:
     return isinstance(error, CONNECTION_LOST) and not isinstance(error, NOT_LOST)
+
+
+def timed_out(error: BaseException) -> bool:
+    """Whether ``error`` says a statement gave up on a lock or on its running time (the
+    connection's timeouts), or a request on a pooled connection (every one busy): nothing
+    is wrong with the request, it may be sent again."""
+    if isinstance(error, DBAPIError):
+        cause = error.orig.__cause__ if error.orig is not None else None
+        return isinstance(cause, TIMED_OUT)
+    if isinstance(error, EmulatedDBAPIException):
+        return isinstance(error.__cause__, TIMED_OUT)
+    return isinstance(error, TIMED_OUT)
+
+
+def unavailable(error: BaseException) -> bool:
+    """Whether ``error`` says the database is away (:func:`connection_lost`) or too slow
+    for now (:func:`timed_out`): either way nothing is wrong with the work, which is to be
+    tried again (a worker's outage, an internal route's 503), not failed."""
+    return connection_lost(error) or timed_out(error)
 
 
 @asynccontextmanager

@@ -24,6 +24,7 @@ import structlog
 from shop.messaging import headers as h
 from shop.messaging.message import Delivery
 from shop.messaging.outcome import DeadLetter
+from shop.messaging.privacy import mask_emails
 
 log = structlog.get_logger("shop.messaging")
 
@@ -136,7 +137,8 @@ def dead_letter_headers(group: str, delivery: Delivery, outcome: DeadLetter) -> 
             h.DEAD_LETTER_SOURCE: delivery.source,
             h.DEAD_LETTER_ERROR_TYPE: outcome.failure.error_type,
             # Header values are kept short: SQS attributes and Kafka headers have limits.
-            h.DEAD_LETTER_ERROR_MESSAGE: outcome.failure.error_message[:2000],
+            # A refusal may quote the customer's address: masked, as in the logs.
+            h.DEAD_LETTER_ERROR_MESSAGE: mask_emails(outcome.failure.error_message)[:2000],
             h.DEAD_LETTER_ATTEMPTS: str(outcome.attempts),
             h.DEAD_LETTER_FIRST_FAILURE_AT: outcome.first_failure_at.isoformat(),
             h.DEAD_LETTER_LAST_FAILURE_AT: outcome.last_failure_at.isoformat(),

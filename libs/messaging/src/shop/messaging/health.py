@@ -47,7 +47,7 @@ class HealthServer:
         the operator routes to the network's protection alone, which only development
         and tests may do (each service's settings refuse it in production).
         ``outage``: whether an operator route's failure says the service's database is
-        away (the worker's own ``outage``): a 503 to ask again, not a 500."""
+        away or too slow (the worker's own ``outage``): a 503 to ask again, not a 500."""
         if operator_token == "":
             # An empty token set by mistake would otherwise read as "no token": open routes.
             raise ValueError("the operator token is empty: set one, or none at all")
@@ -117,6 +117,37 @@ def refusal(authorization: str | None, operator_token: str | None) -> str | None
 PROBLEM_JSON: Final = "application/problem+json"
 
 
+PRIVATE_FIELDS: Final = frozenset({"email"})
+"""What an operator route takes in its JSON body only, never in its URL: access logs and
+proxies keep URLs, and a customer's address must not stay there."""
+
+
+class UnreadableBody(ValueError):
+    """A request's body that is not what an operator route reads; the message says why."""
+
+
+async def _fields_of(request: web.Request) -> dict[str, str]:
+    """A POST's JSON body (an object of strings: a list of ids comma-separated, as in a
+    query), read as more parameters; a private one in the query string is refused."""
+    in_the_url = sorted(PRIVATE_FIELDS & set(request.query))
+    if in_the_url:
+        raise UnreadableBody(
+            f"{in_the_url[0]} goes in the JSON body, not in the URL (which access logs keep)"
+        )
+    if not request.can_read_body:
+        return {}
+    try:
+        fields = await request.json()
+    except ValueError:
+        raise UnreadableBody("the body must be a JSON object") from None
+    if not isinstance(fields, dict):
+        raise UnreadableBody("the body must be a JSON object")
+    for name, value in fields.items():
+        if not isinstance(value, str):
+            raise UnreadableBody(f"{name} must be a string in the body")
+    return fields
+
+
 def problem(
     status: int, title: str, detail: str, *, headers: Mapping[str, str] | None = None
 ) -> web.Response:
@@ -144,7 +175,11 @@ def _answering(
                 headers={"WWW-Authenticate": 'Bearer realm="operator"'},
             )
         try:
-            status, body = await route.answer({**request.query, **request.match_info})
+            parameters = {**request.query, **await _fields_of(request), **request.match_info}
+        except UnreadableBody as bad:
+            return problem(400, "Bad Request", str(bad))
+        try:
+            status, body = await route.answer(parameters)
         except Exception as error:
             # An operator (the console, shopctl) reads JSON: never aiohttp's plain-text 500.
             if outage is not None and outage(error):
@@ -152,7 +187,7 @@ def _answering(
                 return problem(
                     503,
                     "Service Unavailable",
-                    "the database could not be reached; ask again shortly",
+                    "the database could not be reached, or was too slow; ask again shortly",
                     headers={"Retry-After": "1"},
                 )
             log.exception("operator route failed", path=request.path)

@@ -6,9 +6,11 @@ these (its orders, its payments, its e-mails), with the same query helpers, so t
 operator tool ever reads a service's tables.
 
 Every answer is JSON; a query that cannot be read is a 400 that says which parameter and
-why (:class:`BadQuery`), never an error of the server. An unexpected failure is a problem
-document too (:class:`~shop.messaging.health.HealthServer`): a 503 with ``Retry-After``
-when the service's database cannot be reached (the worker's ``outage``), else a 500."""
+why (:class:`BadQuery`), never an error of the server. A POST's JSON body (an object of
+strings) is read as more parameters; a customer's address is taken from the body only.
+An unexpected failure is a problem document too (:class:`~shop.messaging.health.HealthServer`):
+a 503 with ``Retry-After`` when the service's database cannot be reached or was too slow
+(the worker's ``outage``), else a 500."""
 
 from __future__ import annotations
 
@@ -18,9 +20,11 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from shop.contracts.base import EmailAddress
 from shop.messaging.deadletters import (
     MAX_PAGE,
     DeadLetterFilter,
@@ -36,6 +40,13 @@ OUTBOX_MESSAGES_PATH: Final = f"{PREFIX}/outbox/messages"
 INBOX_PATH: Final = f"{PREFIX}/inbox"
 DEAD_LETTERS_PATH: Final = f"{PREFIX}/dead-letters"
 DEAD_LETTER_PATH: Final = f"{DEAD_LETTERS_PATH}/{{group}}/{{letter_id}}"
+FORGET_CUSTOMER_PATH: Final = f"{PREFIX}/customers/forget"
+"""``POST``: erase or anonymise one customer in the service's store (every service that
+keeps something of its customers serves it; ``shopctl forget-customer`` asks each). The
+address goes in the JSON body, never the URL (:data:`~shop.messaging.health.PRIVATE_FIELDS`)."""
+CUSTOMER_ORDERS_PATH: Final = f"{PREFIX}/customers/orders"
+"""``POST``: the ids of the orders placed with an address (order-service's; what the other
+services are asked to forget of them)."""
 DEVELOPMENT_OPERATOR_TOKEN: Final = "operator-development-token-do-not-deploy"
 """The operator token ``make run`` and compose's example give every service: in the
 repository, so each service's settings refuse it in production."""
@@ -43,6 +54,7 @@ MAX_IDS: Final = 200
 """Ids one query may list (``?event_ids=a,b,…``): a caller with more asks in parts."""
 
 Answer = Callable[[Mapping[str, str]], Awaitable[tuple[int, Any]]]
+_EMAIL: Final = TypeAdapter(EmailAddress)
 
 
 class BadQuery(ValueError):
@@ -88,6 +100,16 @@ def reference_of(query: Mapping[str, str], name: str) -> str:
     if len(value) > 100 or not value.isprintable():
         raise BadQuery(f"{name} must be an order's id or number")
     return value
+
+
+def email_of(query: Mapping[str, str], name: str = "email") -> str:
+    """A customer's e-mail address, checked and normalised as the contracts check it."""
+    value = required(query, name)
+    try:
+        address: str = _EMAIL.validate_python(value)
+    except ValidationError:
+        raise BadQuery(f"{name} must be an e-mail address") from None
+    return address
 
 
 def as_uuid(name: str, value: str) -> uuid.UUID:

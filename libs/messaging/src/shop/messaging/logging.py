@@ -4,7 +4,6 @@ bound and the current span's ``trace_id`` and ``span_id``."""
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from collections.abc import MutableMapping
 from typing import Any
@@ -12,7 +11,8 @@ from typing import Any
 import structlog
 from opentelemetry import trace
 
-_EMAIL = re.compile(r"(?P<first>[^@\s\"']{1,2})[^@\s\"']*@(?P<domain>[^\s\"']+)")
+from shop.messaging import privacy
+
 _NOT_ADDRESSES = frozenset({"message_id"})
 """Fields shaped like an address that are not one: an e-mail's Message-ID must stay whole,
 to find a duplicate by it."""
@@ -20,10 +20,10 @@ to find a duplicate by it."""
 
 def mask_emails(_: Any, __: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """Customers' addresses never reach the logs whole: ``budi@example.com`` becomes
-    ``bu***@example.com``."""
+    ``b***@example.com`` (:func:`shop.messaging.privacy.mask_emails`)."""
     for name, value in event.items():
         if isinstance(value, str) and "@" in value and name not in _NOT_ADDRESSES:
-            event[name] = _EMAIL.sub(r"\g<first>***@\g<domain>", value)
+            event[name] = privacy.mask_emails(value)
     return event
 
 

@@ -30,6 +30,7 @@ from functools import partial
 from typing import Final
 
 from shop.messaging.internal import INBOX_PATH, OUTBOX_MESSAGES_PATH
+from shop.messaging.privacy import mask_email
 from shop.messaging.tracing import (
     ATTEMPT,
     CONSUMER_GROUP,
@@ -54,12 +55,6 @@ class TimelineEntry:
     service: str
     what: str
     detail: str
-
-
-def mask_email(address: str) -> str:
-    """``a***@example.com``: enough to recognise, not enough to copy."""
-    local, at, domain = address.partition("@")
-    return f"{local[:1]}***{at}{domain}" if at else "***"
 
 
 async def resolve_order_id(settings: OpsSettings, reference: str) -> uuid.UUID:

@@ -101,21 +101,26 @@ def answer_unavailable(
     *,
     unreachable: Callable[[Exception], bool],
     what: str,
+    too_slow: Callable[[Exception], bool] = lambda _: False,
 ) -> None:
-    """Answer ``errors`` that say ``what`` (the database, say) could not be reached with a
-    503 and ``Retry-After``: the request is safe to send again once it is back. Any other
-    of ``errors`` is what it is, a 500."""
+    """Answer ``errors`` that say ``what`` (the database, say) could not be reached, or
+    was ``too_slow`` (it gave up waiting for a lock, or on a statement), with a 503 and
+    ``Retry-After``: the request is safe to send again shortly. Any other of ``errors`` is
+    what it is, a 500."""
 
     async def unavailable(_: Request, error: Exception) -> JSONResponse:
-        if not unreachable(error):
+        if unreachable(error):
+            log.warning(f"{what} unavailable", error=repr(error))
+            detail = f"the {what} could not be reached; send the same request again shortly"
+        elif too_slow(error):
+            log.warning(f"{what} too slow", error=repr(error))
+            detail = (
+                f"the {what} gave up waiting (for a lock held by another request, or on a "
+                "slow statement); send the same request again shortly"
+            )
+        else:
             raise error
-        log.warning(f"{what} unavailable", error=repr(error))
-        return problem(
-            503,
-            "Service unavailable",
-            f"the {what} could not be reached; send the same request again shortly",
-            headers={"Retry-After": "1"},
-        )
+        return problem(503, "Service unavailable", detail, headers={"Retry-After": "1"})
 
     for error in errors:
         app.add_exception_handler(error, unavailable)

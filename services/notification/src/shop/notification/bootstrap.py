@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Final
 
 from shop.database import create_engine, session_factory
-from shop.database.driver import connection_lost
+from shop.database.driver import unavailable
 from shop.messaging import PostgresDeadLetterStore, Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.messaging.metrics import Metrics
@@ -49,7 +49,11 @@ def build_worker(
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
     # A connection per send in flight: each holds its e-mail's hold (a transaction) while
     # the provider takes the e-mail.
-    engine = create_engine(settings.database_url, pool_size=settings.max_in_flight)
+    engine = create_engine(
+        settings.database_url,
+        pool_size=settings.max_in_flight,
+        timeouts=settings.database_timeouts,
+    )
     shop = ShopIdentity(**settings.shop.model_dump())
     notifier = Notifier(
         SqlSentLog(session_factory(engine)),
@@ -76,8 +80,9 @@ def build_worker(
     return Worker(
         messaging,
         create_transport(messaging),
-        # A database restarting fails every handler: that is no message's fault.
-        outage=connection_lost,
+        # A database restarting, or a lock held too long, fails every handler: that is no
+        # message's fault.
+        outage=unavailable,
         routers=[router],
         metrics=metrics,
         jobs=[retention.run],

@@ -7,6 +7,9 @@ publishes nothing) and no inbox (each e-mail is its own record, marked after the
   first.
 - ``GET /internal/v1/emails?order_ids=a,b,…[&kind=…]``: the e-mails sent about those orders
   (of one kind, ``payment_receipt`` say: a reconciliation's).
+- ``POST /internal/v1/customers/forget`` ``{"email": …}``: the records of the e-mails sent
+  to that address no longer name it; what changed, in rows
+  (:mod:`shop.notification.adapters.forgetting`).
 """
 
 from __future__ import annotations
@@ -18,7 +21,17 @@ from sqlalchemy import Row, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging import OperatorRoute
-from shop.messaging.internal import PREFIX, answering, as_uuid, iso, required, uuids
+from shop.messaging.internal import (
+    FORGET_CUSTOMER_PATH,
+    PREFIX,
+    answering,
+    as_uuid,
+    email_of,
+    iso,
+    required,
+    uuids,
+)
+from shop.notification.adapters.forgetting import forget_customer
 from shop.notification.adapters.tables import order_notifications
 
 ORDER_EMAILS_PATH: Final = f"{PREFIX}/orders/{{order_id}}/emails"
@@ -59,7 +72,14 @@ def internal_routes(sessions: async_sessionmaker[AsyncSession]) -> list[Operator
             rows = (await session.execute(statement.order_by(order_notifications.c.sent_at))).all()
         return {"emails": [email_document(row) for row in rows]}
 
+    async def forget(query: Mapping[str, str]) -> dict[str, Any]:
+        email = email_of(query)
+        async with sessions() as session, session.begin():
+            forgotten = await forget_customer(session, email)
+        return {"changed": forgotten.document()}
+
     return [
         OperatorRoute("GET", ORDER_EMAILS_PATH, answering(of_order)),
         OperatorRoute("GET", EMAILS_PATH, answering(of_orders)),
+        OperatorRoute("POST", FORGET_CUSTOMER_PATH, answering(forget)),
     ]

@@ -10,6 +10,7 @@ from typing import Any, Literal, Self
 from pydantic import BaseModel, Field, FilePath, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from shop.database import DatabaseTimeouts
 from shop.messaging import MessagingSettings
 from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
 from shop.messaging.retention import LONGEST_REDELIVERY, RetentionSettings, at_least
@@ -116,6 +117,11 @@ class NotificationSettings(BaseSettings):
     """E-mails being sent at once (sending is mostly waiting on the provider); also the
     consumer's limit of messages taken in, whatever ``messaging.max_in_flight`` says, and the
     database connections the worker holds (one per send, for its hold)."""
+    database_timeouts: DatabaseTimeouts = Field(default_factory=DatabaseTimeouts)
+    """Lock, statement and idle-transaction timeouts of the worker's connections
+    (``SHOP_NOTIFICATION_DATABASE_TIMEOUTS__LOCK_SECONDS`` …): a handler's try that waits too
+    long is retried. The idle one must outlast an e-mail's send, which runs inside the
+    hold's transaction: it is checked against ``messaging.handler_timeout``."""
     worker_health_host: str = "127.0.0.1"
     """Where the worker's health port (``/healthz``, ``/readyz``, ``/metrics``) listens:
     loopback by default; ``0.0.0.0`` in a container, for the kubelet's probes and for
@@ -139,6 +145,19 @@ class NotificationSettings(BaseSettings):
     @classmethod
     def environment_given(cls, data: Any) -> Any:
         return require_environment(data, "SHOP_NOTIFICATION_ENVIRONMENT")
+
+    @model_validator(mode="after")
+    def hold_outlasts_a_send(self) -> Self:
+        """A hold's transaction cut by the idle timeout mid-send would lose the mark of an
+        e-mail already sent: the retry sends it again."""
+        idle = self.database_timeouts.idle_in_transaction_seconds
+        if idle and idle <= self.messaging.handler_timeout:
+            raise ValueError(
+                "SHOP_NOTIFICATION_DATABASE_TIMEOUTS__IDLE_IN_TRANSACTION_SECONDS must exceed "
+                f"the handlers' timeout ({self.messaging.handler_timeout:g} s): an e-mail is "
+                "sent inside its hold's transaction"
+            )
+        return self
 
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:

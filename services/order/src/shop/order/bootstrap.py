@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from shop.database import create_engine, session_factory
-from shop.database.driver import connection_lost
+from shop.database.driver import unavailable
 from shop.messaging import Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.messaging.metrics import Metrics
@@ -45,7 +45,11 @@ def build_app(settings: OrderSettings, *, stores: Stores | None = None) -> FastA
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="api")
     if stores is None:
         stores = postgres_stores(
-            create_engine(settings.database_url, pool_size=settings.db_pool_size)
+            create_engine(
+                settings.database_url,
+                pool_size=settings.db_pool_size,
+                timeouts=settings.database_timeouts,
+            )
         )
     return create_app(settings, stores)
 
@@ -55,11 +59,15 @@ def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> 
     inbox and the idempotency keys when it holds the database's retention lock."""
     configure_logging(json=settings.log_json)
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
-    engine = create_engine(settings.database_url, pool_size=4)
+    engine = create_engine(settings.database_url, pool_size=4, timeouts=settings.database_timeouts)
     stores = postgres_stores(engine)
     transport = create_transport(settings.messaging)
     relay = (
-        Relay(settings.database_url, transport, settings=settings.relay)
+        Relay(
+            settings.database_timeouts.dsn(settings.database_url),
+            transport,
+            settings=settings.relay,
+        )
         if settings.run_relay
         else None
     )
@@ -74,8 +82,9 @@ def build_worker(settings: OrderSettings, *, health_port: int | None = None) -> 
     return Worker(
         settings.messaging,
         transport,
-        # A database restarting fails every handler: that is no message's fault.
-        outage=connection_lost,
+        # A database restarting, or a lock held too long, fails every handler: that is no
+        # message's fault.
+        outage=unavailable,
         routers=[build_router(stores.orders)],
         sessions=session_factory(engine),
         relay=relay,

@@ -26,7 +26,10 @@ def seed_command() -> None:
     """Add the development catalogue (a dozen products) where missing."""
 
     async def seed() -> int:
-        engine = create_engine(OrderSettings().database_url, pool_size=1)
+        settings = OrderSettings()
+        engine = create_engine(
+            settings.database_url, pool_size=1, timeouts=settings.database_timeouts
+        )
         try:
             async with session_factory(engine)() as session, session.begin():
                 return await seed_catalogue(session)

@@ -1,13 +1,19 @@
 """order-service's internal read API, on its worker's port under ``/internal/v1`` (behind
 ``SHOP_ORDER_OPERATOR_TOKEN``): the orders and what the service knows of each, its outbox
 and its inbox. The console and ``shopctl`` read the service through it, never through its
-tables. Read-only: an order is changed by its own flows alone.
+tables. Read-only, but for one thing: an order is changed by its own flows alone, except
+that a customer who asked to be forgotten is (:mod:`shop.order.adapters.forgetting`).
 
 - ``GET /internal/v1/orders?q=…&limit=…``: orders whose number contains ``q`` (or whose id
   it is), newest first; the newest ones without ``q``.
 - ``GET /internal/v1/orders?ids=a,b,…``: those orders (a reconciliation's).
 - ``GET /internal/v1/orders/{order}``: one order by id or number, with its payment
   conflicts (404 when there is none).
+- ``POST /internal/v1/customers/orders`` ``{"email": …}``: the ids of the orders placed
+  with that address (what the other services are asked to forget of them).
+- ``POST /internal/v1/customers/forget`` ``{"email": …, "order_ids": "a,b,…"}``: those of
+  that customer's orders no longer say who placed them; what changed, in rows, and the ids
+  of the orders still naming the address (placed since they were listed).
 - ``GET /internal/v1/outbox``, ``GET /internal/v1/outbox/messages?key=…``,
   ``GET /internal/v1/inbox?event_ids=…``: :mod:`shop.messaging.internal`.
 """
@@ -23,9 +29,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging import OperatorRoute
 from shop.messaging.internal import (
+    CUSTOMER_ORDERS_PATH,
+    FORGET_CUSTOMER_PATH,
     PREFIX,
     NotFound,
     answering,
+    email_of,
     inbox_route,
     iso,
     limit_of,
@@ -33,6 +42,7 @@ from shop.messaging.internal import (
     reference_of,
     uuids,
 )
+from shop.order.adapters.forgetting import forget_customer, orders_of
 from shop.order.adapters.tables import orders, payment_conflicts
 
 ORDERS_PATH: Final = f"{PREFIX}/orders"
@@ -133,9 +143,28 @@ def internal_routes(sessions: async_sessionmaker[AsyncSession]) -> list[Operator
             ],
         }
 
+    async def customer_orders(query: Mapping[str, str]) -> dict[str, Any]:
+        async with sessions() as session:
+            found = await orders_of(session, email_of(query))
+        return {"order_ids": [str(order_id) for order_id in found]}
+
+    async def forget(query: Mapping[str, str]) -> dict[str, Any]:
+        email = email_of(query)
+        listed = uuids(query, "order_ids") if query.get("order_ids", "").strip() else []
+        async with sessions() as session, session.begin():
+            forgotten = await forget_customer(session, email, listed)
+        async with sessions() as session:
+            remaining = await orders_of(session, email)
+        return {
+            "changed": forgotten.document(),
+            "remaining_order_ids": [str(order_id) for order_id in remaining],
+        }
+
     return [
         OperatorRoute("GET", ORDERS_PATH, answering(search)),
         OperatorRoute("GET", ORDER_PATH, answering(one)),
+        OperatorRoute("POST", CUSTOMER_ORDERS_PATH, answering(customer_orders)),
+        OperatorRoute("POST", FORGET_CUSTOMER_PATH, answering(forget)),
         *outbox_routes(sessions),
         inbox_route(sessions),
     ]

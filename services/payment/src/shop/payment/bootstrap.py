@@ -11,7 +11,7 @@ from typing import Final
 from fastapi import FastAPI
 
 from shop.database import create_engine, session_factory
-from shop.database.driver import connection_lost
+from shop.database.driver import unavailable
 from shop.messaging import Relay, Worker, create_transport
 from shop.messaging.logging import configure_logging
 from shop.messaging.metrics import Metrics
@@ -42,7 +42,11 @@ def build_app(settings: PaymentSettings, *, store: WebhookStore | None = None) -
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="api")
     if store is not None:
         return create_app(settings, store)
-    engine = create_engine(settings.database_url, pool_size=settings.db_pool_size)
+    engine = create_engine(
+        settings.database_url,
+        pool_size=settings.db_pool_size,
+        timeouts=settings.database_timeouts,
+    )
     return create_app(settings, AsyncpgWebhookStore(engine), on_close=[engine.dispose])
 
 
@@ -77,11 +81,15 @@ def build_worker(
     replaces the gateways' API clients (tests)."""
     configure_logging(json=settings.log_json)
     configure_tracing(settings.tracing, service_name=SERVICE, process_kind="worker")
-    engine = create_engine(settings.database_url, pool_size=4)
+    engine = create_engine(settings.database_url, pool_size=4, timeouts=settings.database_timeouts)
     sessions = session_factory(engine)
     transport = create_transport(settings.messaging)
     relay = (
-        Relay(settings.database_url, transport, settings=settings.relay)
+        Relay(
+            settings.database_timeouts.dsn(settings.database_url),
+            transport,
+            settings=settings.relay,
+        )
         if settings.run_relay
         else None
     )
@@ -111,8 +119,9 @@ def build_worker(
     return Worker(
         settings.messaging,
         transport,
-        # A database restarting fails every handler: that is no message's fault.
-        outage=connection_lost,
+        # A database restarting, or a lock held too long, fails every handler: that is no
+        # message's fault.
+        outage=unavailable,
         routers=[build_router(store, gateways, window, payment_metrics)],
         metrics=metrics,
         jobs=[reconciler.every_interval, retention.run],

@@ -9,6 +9,10 @@ the payments and the gateway's notifications, its outbox and its inbox. The cons
 - ``GET /internal/v1/payments?created_since=…&updated_before=…&limit=…``: payments opened
   since a time and unchanged since another, oldest first (a reconciliation's).
 - ``GET /internal/v1/payments?order_ids=a,b,…``: the payments of those orders.
+- ``POST /internal/v1/customers/forget`` ``{"order_ids": "a,b,…"}``: the gateways'
+  notifications about a customer's orders (their ids from order-service) erased; what
+  changed, in rows
+  (:mod:`shop.payment.adapters.forgetting`).
 - ``GET /internal/v1/outbox``, ``GET /internal/v1/outbox/messages?key=…``,
   ``GET /internal/v1/inbox?event_ids=…``: :mod:`shop.messaging.internal`.
 """
@@ -24,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.messaging import OperatorRoute
 from shop.messaging.internal import (
+    FORGET_CUSTOMER_PATH,
     PREFIX,
     BadQuery,
     answering,
@@ -35,6 +40,7 @@ from shop.messaging.internal import (
     time_of,
     uuids,
 )
+from shop.payment.adapters.forgetting import forget_orders
 from shop.payment.adapters.tables import payment_events, payments
 
 ORDER_PAYMENTS_PATH: Final = f"{PREFIX}/orders/{{order}}/payments"
@@ -127,9 +133,16 @@ def internal_routes(sessions: async_sessionmaker[AsyncSession]) -> list[Operator
             rows = (await session.execute(statement)).all()
         return {"payments": [payment_document(row) for row in rows]}
 
+    async def forget(query: Mapping[str, str]) -> dict[str, Any]:
+        order_ids = uuids(query, "order_ids")
+        async with sessions() as session, session.begin():
+            forgotten = await forget_orders(session, order_ids)
+        return {"changed": forgotten.document()}
+
     return [
         OperatorRoute("GET", ORDER_PAYMENTS_PATH, answering(of_order)),
         OperatorRoute("GET", PAYMENTS_PATH, answering(listed)),
+        OperatorRoute("POST", FORGET_CUSTOMER_PATH, answering(forget)),
         *outbox_routes(sessions),
         inbox_route(sessions),
     ]

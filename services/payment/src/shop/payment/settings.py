@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from shop.database import DatabaseTimeouts
 from shop.messaging import MessagingSettings, RelaySettings
 from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
 from shop.messaging.retention import InboxRetentionSettings, at_least
@@ -104,6 +105,10 @@ class PaymentSettings(BaseSettings):
     machine and the tests may allow."""
     max_body_bytes: int = Field(default=64 * 1024, ge=1024)
     db_pool_size: int = Field(default=10, ge=1)
+    database_timeouts: DatabaseTimeouts = Field(default_factory=DatabaseTimeouts)
+    """Lock, statement and idle-transaction timeouts of every connection the API, the
+    worker and the relay open (``SHOP_PAYMENT_DATABASE_TIMEOUTS__LOCK_SECONDS`` …): a request
+    that waits too long is answered 503 with ``Retry-After``, a handler's try is retried."""
     log_json: bool = True
     messaging: MessagingSettings = Field(default_factory=MessagingSettings)
     relay: RelaySettings = Field(default_factory=lambda: RelaySettings(name="payment-service"))

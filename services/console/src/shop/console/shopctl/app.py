@@ -15,7 +15,7 @@ from typing import Annotated
 import structlog
 import typer
 
-from shop.console.shopctl import bus, deadletters, demo, mail, orders, reconciliation
+from shop.console.shopctl import bus, customers, deadletters, demo, mail, orders, reconciliation
 from shop.console.shopctl.terminal import options
 
 app = typer.Typer(
@@ -69,6 +69,7 @@ app.command("timeline")(orders.timeline_command)
 app.command("mail")(mail.mail_command)
 app.command("reconcile")(reconciliation.reconcile_command)
 app.command("refunded-by-hand")(reconciliation.refunded_by_hand_command)
+app.command("forget-customer")(customers.forget_customer_command)
 
 
 def main() -> None:

@@ -9,6 +9,8 @@ arriving meanwhile is retried later, never sent beside the first. The one gap: a
 between the provider's acceptance and the row (or a provider that took the e-mail and lost
 its reply) means one duplicate e-mail, which its stable Message-ID makes recognisable.
 Never a lost one.
+
+A forgotten customer's order (its events name :data:`FORGOTTEN_EMAIL`) sends nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from shop.contracts import OrderPaid, OrderPaymentReversed
 from shop.contracts.orders import OrderFacts
 from shop.messaging import MessageContext, PermanentError, ProviderUnavailable, TransientError
 from shop.messaging.breaker import calling_provider, provider_answered
+from shop.messaging.privacy import FORGOTTEN_EMAIL, mask_email, mask_emails
 from shop.notification.domain.emails import OrderEmail
 from shop.notification.domain.invoice import InvoiceRenderer
 from shop.notification.domain.kinds import NotificationKey
@@ -64,6 +67,15 @@ class Notifier:
         """Send ``email`` about ``event`` once: a reversal notice once per reversal (its
         ``reference``), so that a second partial refund of the same order is another
         e-mail, and a redelivery of the first is none."""
+        if event.customer_email.lower() == FORGOTTEN_EMAIL:
+            # The customer asked to be forgotten (shopctl forget-customer): the order's
+            # later events name the reserved address, which no e-mail is written to.
+            ctx.log.info(
+                "customer forgotten; no e-mail sent",
+                order_id=str(event.order_id),
+                kind=email.kind.value,
+            )
+            return
         reference = event.reference if isinstance(event, OrderPaymentReversed) else ""
 
         def compose() -> Composed:
@@ -107,11 +119,11 @@ class Notifier:
             return
         email, marked = sent
         if marked:
-            log.info("e-mail sent", to=email.to, message_id=email.message_id)
+            log.info("e-mail sent", to=mask_email(email.to), message_id=email.message_id)
         else:
             # Recorded by another delivery despite the hold (a hold lost with a database
             # restart mid-send): the customer got the e-mail twice, with one Message-ID.
-            log.warning("e-mail sent twice", to=email.to, message_id=email.message_id)
+            log.warning("e-mail sent twice", to=mask_email(email.to), message_id=email.message_id)
 
     async def _send_unless_sent(
         self,
@@ -135,19 +147,21 @@ class Notifier:
             # The event says something the e-mail cannot (a currency the templates do not
             # print, say): rendering it again would fail the same way.
             raise PermanentError(f"cannot write the {kind.value} e-mail: {error}") from error
-        log.info("sending e-mail", to=email.to, attempt=ctx.attempt)
+        log.info("sending e-mail", to=mask_email(email.to), attempt=ctx.attempt)
+        # The provider's words may quote the address: what the retries, the logs and the
+        # dead letters keep of them is masked.
         try:
             with calling_provider():
                 await self.sender.send(email)
         except EmailRejected as error:
             provider_answered()  # it is there: it refused this e-mail alone
-            raise PermanentError(str(error)) from error
+            raise PermanentError(mask_emails(str(error))) from error
         except EmailDeferred as error:
             provider_answered()  # it is there: it put off this e-mail alone
-            raise TransientError(str(error)) from error
+            raise TransientError(mask_emails(str(error))) from error
         except EmailUnavailable as error:
             raise ProviderUnavailable(
-                EMAIL_PROVIDER, str(error), too_fast=error.too_fast
+                EMAIL_PROVIDER, mask_emails(str(error)), too_fast=error.too_fast
             ) from error
         provider_answered()
         marked = await record.mark_sent(

@@ -1,5 +1,6 @@
 """order-service's problem documents: the facts its refusals carry (the sku that is short,
-the status an order is in), and a lost database answered as a 503 that says to try again.
+the status an order is in), and a database that is away or gave up waiting (a lock, a
+slow statement) answered as a 503 that says to try again.
 Everything else about problem documents is :mod:`shop.web.problems`."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 from pydantic import ConfigDict, Field
 
-from shop.database.driver import DATABASE_FAILURES, connection_lost
+from shop.database.driver import DATABASE_FAILURES, connection_lost, timed_out
 from shop.order.domain.errors import (
     DomainError,
     IdempotencyConflict,
@@ -87,5 +88,5 @@ def install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     # Committed or not, the same request with the same Idempotency-Key is safe to send
     # again: it makes the order at most once.
     problems.answer_unavailable(
-        app, DATABASE_FAILURES, unreachable=connection_lost, what="database"
+        app, DATABASE_FAILURES, unreachable=connection_lost, too_slow=timed_out, what="database"
     )

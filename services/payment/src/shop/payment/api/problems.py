@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from shop.database.driver import DATABASE_FAILURES, connection_lost
+from shop.database.driver import DATABASE_FAILURES, connection_lost, timed_out
 from shop.payment.domain.errors import DomainError, InvalidNotification, InvalidSignature
 from shop.payment.domain.shop_format import SIGNATURE_HEADER
 from shop.web import problems
@@ -47,5 +47,5 @@ def install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     # The gateway sends a notification again until it is answered 2xx: a 503 while the
     # database is away loses nothing.
     problems.answer_unavailable(
-        app, DATABASE_FAILURES, unreachable=connection_lost, what="database"
+        app, DATABASE_FAILURES, unreachable=connection_lost, too_slow=timed_out, what="database"
     )
