@@ -6,7 +6,7 @@ import asyncpg
 
 from shop.database.migrations import schema_differences
 from shop.messaging.relay import asyncpg_dsn
-from shop.notification.adapters.tables import metadata
+from shop.notification.adapters.tables import ALL_METADATA
 from shop.notification.migrations import migrate_async
 
 
@@ -27,4 +27,4 @@ async def test_an_index_built_by_hand_before_the_deploy_is_found_by_the_upgrade(
 
     await migrate_async(database_url)
 
-    assert await schema_differences(database_url, [metadata]) == []
+    assert await schema_differences(database_url, ALL_METADATA) == []

@@ -17,6 +17,7 @@ from sqlalchemy import (
 )
 
 from shop.database import NAMING_CONVENTION
+from shop.messaging.schema import metadata as messaging_metadata
 from shop.notification.domain.kinds import PER_REVERSAL
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
@@ -47,3 +48,7 @@ order_notifications = Table(
         f"(kind IN ({_PER_REVERSAL})) = (reference <> '')", name="reference_per_reversal"
     ),
 )
+
+ALL_METADATA = [metadata, messaging_metadata]
+"""What the migrations create: the service's tables and the messaging library's (its dead
+letters; the outbox and inbox come with them, unused by this service so far)."""
