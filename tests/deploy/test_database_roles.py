@@ -182,3 +182,24 @@ def test_postgres_is_given_every_password_its_scripts_read() -> None:
 
     assert {f"{s.upper()}_APP_DB_PASSWORD" for s in SERVICES} <= given
     assert {f"{s.upper()}_DB_PASSWORD" for s in SERVICES} <= given
+
+
+async def _public_schema_owner(server: PostgresServer, service: str) -> str:
+    connection = await asyncpg.connect(_as(server, f"shop_{service}", f"shop_{service}"))
+    try:
+        owner: str = await connection.fetchval(
+            "SELECT nspowner::regrole::text FROM pg_namespace WHERE nspname = 'public'"
+        )
+        return owner
+    finally:
+        await connection.close()
+
+
+@pytest.mark.parametrize("service", list(SERVICES))
+def test_the_owner_role_owns_the_schema_its_migrations_create_in(
+    migrated: PostgresServer, service: str
+) -> None:
+    # Up to PostgreSQL 14 the public schema is the bootstrap superuser's, and the owner
+    # role creates there only through PUBLIC's CREATE, which the script revokes: the
+    # migrations would be refused. Owning the schema keeps them working on every version.
+    assert asyncio.run(_public_schema_owner(migrated, service)) == f"shop_{service}"

@@ -14,6 +14,9 @@ grant() {
 CREATE ROLE :"app" LOGIN PASSWORD :'password';
 REVOKE ALL ON DATABASE :"owner" FROM PUBLIC;
 GRANT CONNECT ON DATABASE :"owner" TO :"app";
+-- The owner owns the schema it migrates: up to PostgreSQL 14 public is the superuser's,
+-- and once PUBLIC's CREATE is revoked the owner could create nothing there.
+ALTER SCHEMA public OWNER TO :"owner";
 -- Only the owner makes objects in the schema (PostgreSQL 15 and later refuse the others
 -- already; older ones let anyone create in public).
 REVOKE CREATE ON SCHEMA public FROM PUBLIC;
