@@ -523,7 +523,9 @@ async def kafka_transport(bootstrap: str, namespace: str) -> KafkaTransport:
 
 async def received(bootstrap: str, namespace: str, expected: int) -> dict[str, list[uuid.UUID]]:
     """Every message on the OrderCreated topic, per key in offset order (one partition per
-    key, so offset order is the order a consumer sees)."""
+    key, so offset order is the order a consumer sees), read until ``expected`` distinct
+    events were seen: with duplicates there are more records than events, and stopping at
+    a count of records left some partitions' last events unread."""
     topic = Naming(namespace).topic(OrderCreated)
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     await consumer.start()
@@ -532,13 +534,14 @@ async def received(bootstrap: str, namespace: str, expected: int) -> dict[str, l
         consumer.assign(partitions)
         await consumer.seek_to_beginning(*partitions)
         by_key: dict[str, list[uuid.UUID]] = defaultdict(list)
-        count = 0
+        seen: set[uuid.UUID] = set()
         async with asyncio.timeout(120):
-            while count < expected:
+            while len(seen) < expected:
                 for records in (await consumer.getmany(timeout_ms=500)).values():
                     for record in records:
-                        by_key[record.key.decode()].append(decode(record.value).event_id)
-                        count += 1
+                        event_id = decode(record.value).event_id
+                        by_key[record.key.decode()].append(event_id)
+                        seen.add(event_id)
         return by_key
     finally:
         await consumer.stop()
