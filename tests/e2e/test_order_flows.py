@@ -21,12 +21,14 @@ import email.policy
 import functools
 import io
 import json
+import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from email.parser import BytesHeaderParser
@@ -144,6 +146,41 @@ class Customer:
         return list(reply.json()["orders"])
 
 
+class Gate:
+    """Requests to one process, held while it is stopped: ``open()`` around each request
+    (it waits while the gate is closed), ``closed()`` around the stop (it waits for the
+    requests under way to end first)."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._asking = 0
+        self._shut = False
+
+    @contextmanager
+    def open(self) -> Iterator[None]:
+        with self._changed:
+            assert self._changed.wait_for(lambda: not self._shut, timeout=300), "still closed"
+            self._asking += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._asking -= 1
+                self._changed.notify_all()
+
+    @contextmanager
+    def closed(self) -> Iterator[None]:
+        with self._changed:
+            self._shut = True
+            assert self._changed.wait_for(lambda: self._asking == 0, timeout=60), "still asked"
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._shut = False
+                self._changed.notify_all()
+
+
 @dataclass(frozen=True)
 class Shop:
     """One running stack: its customers, its payment gateway, and what an operator reads of
@@ -151,6 +188,7 @@ class Shop:
 
     running: RunningShop
     ops: OpsSettings
+    _order_service: Gate = field(default_factory=Gate)
 
     def customer(self, name: str) -> Customer:
         """A customer of the development identity provider, at ``name``@example.com."""
@@ -194,12 +232,24 @@ class Shop:
 
     # -- the services, as their internal APIs tell (what shopctl reads) ------------------
 
+    @contextmanager
+    def order_worker_paused(self) -> Iterator[None]:
+        """order-service's worker stopped for the block (:meth:`RunningShop.paused`), once no
+        scenario is asking it anything. The scenarios running beside it wait for it to
+        answer again before they ask: a stopped process answers nobody, and their reads
+        would time out."""
+        with self._order_service.closed(), self.running.paused("order-worker"):
+            yield
+
     def _internal(self, service: str, path: str, **params: str) -> Any:
         async def ask() -> Any:
             async with operator_port(self.ops, service) as port:
                 return await port.get(path, params)
 
-        return asyncio.run(ask())
+        if service != ORDER_SERVICE:
+            return asyncio.run(ask())
+        with self._order_service.open():
+            return asyncio.run(ask())
 
     def payment(self, order: Order) -> dict[str, Any] | None:
         """The payment payment-service opened for ``order``: None until it has."""
@@ -253,7 +303,8 @@ class Shop:
                 )
             return len(opened) >= len(placed)
 
-        return asyncio.run(each_paid_for())
+        with self._order_service.open():
+            return asyncio.run(each_paid_for())
 
     def window_over(self, order: Order) -> bool:
         """Whether payment-worker has handled ``order``'s payment window ending (its
@@ -275,12 +326,15 @@ class Shop:
         )
 
     def reconcile(self) -> Reconciliation:
-        """What ``shopctl reconcile`` does and prints."""
-        return asyncio.run(reconcile(self.ops))
+        """What ``shopctl reconcile`` does and prints (it reads order-service's orders)."""
+        with self._order_service.open():
+            return asyncio.run(reconcile(self.ops))
 
     def refunded_by_hand(self, order: Order, reference: str) -> RefundByHand:
-        """What ``shopctl refunded-by-hand ORDER --reference …`` does."""
-        return asyncio.run(record_refund_by_hand(self.ops, order["id"], reference=reference))
+        """What ``shopctl refunded-by-hand ORDER --reference …`` does (it asks order-service
+        for the order)."""
+        with self._order_service.open():
+            return asyncio.run(record_refund_by_hand(self.ops, order["id"], reference=reference))
 
     def dead_letters(self, order: Order) -> list[DeadLetterEntry]:
         """payment-service's dead letters about ``order``, as ``shopctl dlq list`` finds them."""
@@ -715,7 +769,7 @@ def a_notification_a_minute_ahead_of_its_order_pays_once(shop: Shop) -> None:
     until(shop.every_order_has_its_payment, "the other scenarios' payments to open")
     # order-service's worker (and its relay) held: the order's OrderCreated waits in its
     # outbox while the customer pays and the gateway notifies.
-    with shop.running.paused("order-worker"):
+    with shop.order_worker_paused():
         order = customer.checkout(LONG_EARLY_SKU)
         assert accepted_repeats(shop.pay(order)) == [False]
         time.sleep(EARLY_BY_SECONDS)
