@@ -18,6 +18,7 @@ from shop.messaging.metrics import Metrics
 from shop.messaging.relay import asyncpg_dsn
 from shop.messaging.retention import Retention
 from shop.messaging.schema import outbox
+from shop.messaging.testing import eventually
 from shop.order.adapters.checkout import AsyncpgCheckout
 from shop.order.adapters.retention import retained_tables
 from shop.order.adapters.tables import orders, products
@@ -143,7 +144,18 @@ async def test_a_short_line_refuses_the_whole_order_and_reserves_nothing(
     assert await count(sessions, outbox) == 0
 
 
-async def test_a_lost_database_connection_is_a_503_and_the_next_checkout_gets_a_new_one(
+_TERMINATE_OTHERS = text(
+    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    " AND application_name = '' AND backend_type = 'client backend'"
+)
+_WAITING_ON_A_LOCK = text(
+    "SELECT count(*) FROM pg_stat_activity"
+    " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+)
+
+
+async def test_a_connection_lost_mid_checkout_is_a_503_and_the_next_checkout_gets_a_new_one(
     order_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession], auth: dict[str, str]
 ) -> None:
     # One pooled connection, so the checkout after the loss meets the same pool slot.
@@ -154,21 +166,51 @@ async def test_a_lost_database_connection_is_a_503_and_the_next_checkout_gets_a_
         async with httpx.AsyncClient(transport=transport, base_url="http://order.test") as client:
             body = checkout_body(("SERUM-NIA-30", 1))
             assert (await place(client, auth, body)).status_code == 201
-            async with sessions() as session, session.begin():
-                # What a database restart or failover does to the pool's connection.
-                await session.execute(
-                    text(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                        " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                        " AND application_name = ''"
-                    )
+            async with sessions() as holder, holder.begin():
+                # The product held, so that the checkout is under way (waiting for it) when
+                # its connection is cut, as a database restart or failover cuts it.
+                await holder.execute(
+                    select(products.c.sku).where(products.c.sku == "SERUM-NIA-30").with_for_update()
                 )
-            lost = await place(client, auth, body, key="retried-after-loss")
+                checkout = asyncio.create_task(place(client, auth, body, key="retried-after-loss"))
+
+                async def waiting() -> bool:
+                    return bool((await holder.execute(_WAITING_ON_A_LOCK)).scalar())
+
+                await eventually(waiting, within=5, what="the checkout waiting for the product")
+                await holder.execute(_TERMINATE_OTHERS)
+            lost = await checkout
             assert lost.status_code == 503, lost.text
             assert lost.headers["content-type"] == "application/problem+json"
             assert lost.headers["retry-after"] == "1"
             again = await place(client, auth, body, key="retried-after-loss")
             assert again.status_code == 201, again.text
+    finally:
+        await engine.dispose()
+
+
+async def test_a_connection_the_database_closed_between_checkouts_is_replaced_without_a_503(
+    order_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession], auth: dict[str, str]
+) -> None:
+    engine = create_engine(order_settings.database_url, pool_size=1)
+    app = create_app(order_settings, postgres_stores(engine))
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://order.test") as client:
+            body = checkout_body(("SERUM-NIA-30", 1))
+            assert (await place(client, auth, body)).status_code == 201
+            async with engine.connect() as pooled:
+                raw = await pooled.get_raw_connection()
+                driver = raw.driver_connection
+            async with sessions() as session, session.begin():
+                await session.execute(_TERMINATE_OTHERS)  # a restart, between two checkouts
+
+            async def seen_closed() -> bool:
+                return bool(driver.is_closed())
+
+            await eventually(seen_closed, within=5, what="the pool's connection seen closed")
+            after = await place(client, auth, body, key="after-the-restart")
+            assert after.status_code == 201, after.text
     finally:
         await engine.dispose()
 
