@@ -105,7 +105,7 @@ class MemoryTransport:
     def __init__(self, broker: MemoryBroker | None = None, naming: Naming | None = None) -> None:
         self.broker = broker or _default_broker()
         self.naming = naming or Naming()
-        self._courier = MemoryDeadLetterCourier(self.broker)
+        self._courier = MemoryDeadLetterCourier(self.broker, self.naming)
 
     async def start(self) -> None:
         return None
@@ -115,14 +115,16 @@ class MemoryTransport:
 
     async def declare(self, pipeline: Pipeline) -> None:
         for subscriber in pipeline.router:
-            self.broker.subscriptions[self.naming.topic(subscriber.contract)].add(pipeline.group)
+            self.broker.subscriptions[self.naming.topic(subscriber.contract)].add(
+                queue_of(self.naming, pipeline.group)
+            )
 
     async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
         for message in messages:
             self.broker.publish(message)
 
     def consumer(self, pipeline: Pipeline, options: ConsumerOptions) -> MemoryConsumer:
-        return MemoryConsumer(self.broker, pipeline, options)
+        return MemoryConsumer(self.broker, pipeline, options, queue_of(self.naming, pipeline.group))
 
     @property
     def dead_letter_courier(self) -> MemoryDeadLetterCourier:
@@ -132,17 +134,26 @@ class MemoryTransport:
 # -- consumer -------------------------------------------------------------------------
 
 
+def queue_of(naming: Naming, group: str) -> str:
+    """A consumer's queue (and dead letters) on the broker: its group's, in the transport's
+    namespace, as a Kafka group's topics or an SQS queue are (the group itself without one)."""
+    return f"{naming.namespace}-{group}" if naming.namespace else group
+
+
 class MemoryConsumer(ConsumerLifecycle):
-    def __init__(self, broker: MemoryBroker, pipeline: Pipeline, options: ConsumerOptions) -> None:
+    def __init__(
+        self, broker: MemoryBroker, pipeline: Pipeline, options: ConsumerOptions, queue: str
+    ) -> None:
         super().__init__()
         self._broker = broker
         self._pipeline = pipeline
         self._group = pipeline.group
+        self._queue = queue
         self._options = options
 
     async def run(self) -> None:
         dispatcher = KeyedDispatcher(self._options.max_in_flight)
-        queue = self._broker.queues[self._group]
+        queue = self._broker.queues[self._queue]
         self._running = True
         stopping = asyncio.create_task(self._stopping.wait())
         try:
@@ -168,7 +179,7 @@ class MemoryConsumer(ConsumerLifecycle):
             self._settle(queued.delivery, outcome)
         except BaseException:
             # Abandoned at shutdown, or a bug: not acknowledged, so it is delivered again.
-            self._broker.enqueue(self._group, queued.delivery)
+            self._broker.enqueue(self._queue, queued.delivery)
             raise
 
     def _settle(self, delivery: Delivery, outcome: Outcome) -> None:
@@ -177,12 +188,12 @@ class MemoryConsumer(ConsumerLifecycle):
         if isinstance(outcome, Retry):
             loop = asyncio.get_running_loop()
             loop.call_later(
-                outcome.delay, self._broker.enqueue, self._group, _retried(delivery, outcome)
+                outcome.delay, self._broker.enqueue, self._queue, _retried(delivery, outcome)
             )
             return
         assert isinstance(outcome, DeadLetter)
         letter_id = self._broker.next_dead_letter_id()
-        self._broker.dead_letters[self._group][letter_id] = read_dead_letter(
+        self._broker.dead_letters[self._queue][letter_id] = read_dead_letter(
             letter_id,
             delivery.body,
             dead_letter_headers(self._group, delivery, outcome),
@@ -196,21 +207,23 @@ class MemoryConsumer(ConsumerLifecycle):
 class MemoryDeadLetterCourier:
     """The dead letters a consumer left on the broker, until the worker keeps them."""
 
-    def __init__(self, broker: MemoryBroker) -> None:
+    def __init__(self, broker: MemoryBroker, naming: Naming) -> None:
         self._broker = broker
+        self._naming = naming
 
     async def fetch(self, group: str, limit: int) -> list[Arrival]:
-        waiting = list(self._broker.dead_letters[group].values())[:limit]
+        waiting = list(self._broker.dead_letters[queue_of(self._naming, group)].values())[:limit]
         return [Arrival(letter, handle=letter.transport_id) for letter in waiting]
 
     async def fetched(self, group: str, arrivals: Sequence[Arrival]) -> None:
         for arrival in arrivals:
-            self._broker.dead_letters[group].pop(str(arrival.handle), None)
+            self._broker.dead_letters[queue_of(self._naming, group)].pop(str(arrival.handle), None)
 
     async def unfetched(self, group: str, arrivals: Sequence[Arrival]) -> None:
         return None  # they stay where they are until fetched
 
     async def redeliver(self, group: str, letter: StoredDeadLetter) -> None:
         self._broker.enqueue(
-            group, _first_try(letter.body, letter.headers, letter.source, letter.key)
+            queue_of(self._naming, group),
+            _first_try(letter.body, letter.headers, letter.source, letter.key),
         )
