@@ -442,9 +442,10 @@ async def test_dead_letters_are_collected_redriven_to_their_group_and_purged(
                 assert dict(letter.headers) == dict(message.headers)
                 assert letter.source == naming.topic(OrderCreated)
                 assert (letter.error_type, letter.attempts) == ("PermanentError", 1)
-                partition, offset = letter.transport_id.split("-")
+                partition, offset, timestamp = letter.transport_id.split("-")
                 assert partition.isdigit()
                 assert offset.isdigit()
+                assert timestamp.isdigit()
             first, second = (letters[m.headers[h.EVENT_ID]] for m in sent)
 
             refused.discard("refused-a")

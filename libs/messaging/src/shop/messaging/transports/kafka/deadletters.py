@@ -53,7 +53,8 @@ class KafkaDeadLetterCourier:
             return []
         self._markers[group] = markers
         return [
-            Arrival(read_dead_letter(r.id, r.body, r.headers, key=r.key), handle=r) for r in letters
+            Arrival(read_dead_letter(_lasting_id(r), r.body, r.headers, key=r.key), handle=r)
+            for r in letters
         ]
 
     async def fetched(self, group: str, arrivals: Sequence[Arrival]) -> None:
@@ -82,3 +83,11 @@ class KafkaDeadLetterCourier:
 def _record(arrival: Arrival) -> KafkaRecord:
     assert isinstance(arrival.handle, KafkaRecord)
     return arrival.handle
+
+
+def _lasting_id(record: KafkaRecord) -> str:
+    """``partition-offset-timestamp``: a topic deleted and created again numbers its records
+    from 0 again, and a new letter under an old one's partition and offset would be taken
+    for it (collected twice) and dropped. Its producer's timestamp, in milliseconds, tells
+    them apart."""
+    return f"{record.id}-{record.timestamp}"
