@@ -139,6 +139,20 @@ async def test_the_internal_api_pages_and_refuses_a_page_too_large_or_a_cursor_i
     assert "since" in untimely.json()["detail"]
 
 
+async def test_a_page_bounded_to_the_letters_kept_by_then_leaves_out_later_ones(
+    store: PostgresDeadLetterStore,
+) -> None:
+    assert await store.newest(GROUP) is None
+    await store.keep([letter(n) for n in range(3)])
+    newest = await store.newest(GROUP)
+    await store.keep([letter(3)])
+
+    bounded = await store.page(GROUP, DeadLetterFilter(kept_through=newest), after=None, limit=10)
+
+    assert [x.transport_id for x in bounded.letters] == ["0-0", "0-1", "0-2"]
+    assert await store.newest("another-group") is None
+
+
 async def test_a_purge_leaves_no_row_of_a_letter_and_names_each_one_it_deleted(
     store: PostgresDeadLetterStore, sessions: async_sessionmaker[AsyncSession]
 ) -> None:

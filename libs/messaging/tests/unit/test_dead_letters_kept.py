@@ -6,6 +6,7 @@ store; the retention deletes only what is past it, and the gauges show what wait
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -184,6 +185,56 @@ async def test_a_redrive_hands_the_letter_to_the_courier_then_deletes_it() -> No
     assert [x.transport_id for x in await letters.list()] == ["0-2"]
     with pytest.raises(KeyError):
         await letters.redrive_one(first.id)
+
+
+class DeadAgainCourier(Courier):
+    """A consumer that still fails every letter redriven to it: each comes back at once, a
+    new dead letter in the store."""
+
+    def __init__(self, store: MemoryDeadLetterStore) -> None:
+        super().__init__()
+        self.store = store
+
+    async def redeliver(self, group: str, letter: StoredDeadLetter) -> None:
+        await super().redeliver(group, letter)
+        again = replace(letter, transport_id=f"{letter.transport_id}-again")
+        await self.store.keep([again])
+
+
+async def test_a_redrive_of_all_ends_with_the_letters_it_found_though_they_fail_again() -> None:
+    store = MemoryDeadLetterStore()
+    found = [f"0-{n}" for n in range(MAX_PAGE + 1)]  # more than a page
+    await store.keep([carried(transport_id).letter for transport_id in found])
+    courier = DeadAgainCourier(store)
+    letters = DeadLetters(store, courier, GROUP)
+
+    moved = await asyncio.wait_for(letters.redrive(per_second=100_000), timeout=10)
+
+    assert (moved, courier.redelivered) == (len(found), found)
+    assert [x.transport_id for x in await letters.list()] == [f"{x}-again" for x in found]
+
+
+async def test_a_purge_deletes_only_the_letters_kept_when_it_began() -> None:
+    store = MemoryDeadLetterStore()
+    await store.keep([carried(f"0-{n}").letter for n in range(MAX_PAGE + 1)])
+
+    letters = DeadLetters(store, Courier(), GROUP)
+    arrived = 0
+    remove = store.remove
+
+    async def remove_while_letters_arrive(group: str, ids: Sequence[str]) -> list[str]:
+        # A letter collected while each page is deleted: the operator never saw it.
+        nonlocal arrived
+        arrived += 1
+        await store.keep([carried(f"1-{arrived}").letter])
+        return await remove(group, ids)
+
+    store.remove = remove_while_letters_arrive  # type: ignore[method-assign]
+
+    purged = await letters.purge_ids()
+
+    assert len(purged) == MAX_PAGE + 1
+    assert [x.transport_id for x in await letters.list()] == [f"1-{n}" for n in (1, 2)]
 
 
 async def test_the_retention_deletes_only_letters_past_it_and_the_gauges_show_the_oldest() -> None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
-from sqlalchemy import ColumnElement, and_, delete, func, select
+from sqlalchemy import ColumnElement, and_, delete, func, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -23,7 +23,12 @@ from shop.messaging.deadletters import (
     GroupSummary,
     StoredDeadLetter,
 )
+from shop.messaging.privacy import forgotten_in_message
 from shop.messaging.schema import dead_letters
+
+ERASED_FOR_PRIVACY: Final = "its body was erased when its customer was forgotten"
+"""The problem a letter is left with when its body named a forgotten customer and could
+not be rewritten (kept truncated, or not a contract): it can no longer be redriven."""
 
 
 def _id_of(letter_id: str | None) -> int | None:
@@ -108,7 +113,42 @@ def _conditions(where: DeadLetterFilter) -> list[ColumnElement[bool]]:
         conditions.append(dead_letters.c.last_failure_at >= where.since)
     if where.until is not None:
         conditions.append(dead_letters.c.last_failure_at < where.until)
+    if where.kept_through is not None:
+        conditions.append(dead_letters.c.id <= (_id_of(where.kept_through) or 0))
     return conditions
+
+
+async def forget_in_dead_letters(session: AsyncSession, email: str, keys: Sequence[str]) -> int:
+    """Forget the customer of ``email`` in the dead letters kept under ``keys`` (their
+    orders' ids, the keys their messages carry), in the session's transaction (the caller
+    commits); how many letters changed. A letter that is a contract naming them is
+    rewritten as the outbox's messages are (:func:`~shop.messaging.privacy.forgotten_in_message`),
+    so that it can still be redriven; one that names them otherwise (kept truncated, or not
+    a contract) loses its body, and says so. Headers and errors were masked when the letter
+    was written (:mod:`shop.messaging.privacy`)."""
+    if not keys:
+        return 0
+    rows = (
+        await session.execute(
+            select(dead_letters.c.id, dead_letters.c.body, dead_letters.c.problems)
+            .where(dead_letters.c.key.in_(list(keys)))
+            .with_for_update()
+        )
+    ).all()
+    changed = 0
+    for row in rows:
+        body = forgotten_in_message(bytes(row.body), email)
+        if body is not None:
+            values: dict[str, Any] = {"body": body}
+        elif email.lower() in bytes(row.body).decode("utf-8", "replace").lower():
+            values = {"body": b"", "problems": [*row.problems, ERASED_FOR_PRIVACY]}
+        else:
+            continue
+        await session.execute(
+            update(dead_letters).where(dead_letters.c.id == row.id).values(values)
+        )
+        changed += 1
+    return changed
 
 
 class PostgresDeadLetterStore:
@@ -177,6 +217,12 @@ class PostgresDeadLetterStore:
             found = {row[0]: (row[1], row[2]) for row in (await session.execute(statement)).all()}
         return [GroupSummary(group, *found.get(group, (0, None))) for group in groups]
 
+    async def newest(self, group: str) -> str | None:
+        statement = select(func.max(dead_letters.c.id)).where(dead_letters.c.consumer == group)
+        async with self._sessions() as session:
+            found = (await session.execute(statement)).scalar_one_or_none()
+        return None if found is None else str(found)
+
     async def delete_stored_before(self, cutoff: datetime, limit: int) -> int:
         # The oldest first along the index of ages, deleted by primary key.
         statement = delete(dead_letters).where(
@@ -243,6 +289,10 @@ class MemoryDeadLetterStore:
             kept = [x.stored_at for x in self._letters.values() if x.group == group]
             result.append(GroupSummary(group, len(kept), min((t for t in kept if t), default=None)))
         return result
+
+    async def newest(self, group: str) -> str | None:
+        kept = [key for key, letter in self._letters.items() if letter.group == group]
+        return str(max(kept)) if kept else None
 
     async def delete_stored_before(self, cutoff: datetime, limit: int) -> int:
         old = [k for k, x in self._letters.items() if x.stored_at and x.stored_at < cutoff]

@@ -15,7 +15,7 @@ import asyncio
 import builtins
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Final, Protocol
 
@@ -98,10 +98,15 @@ class DeadLetterFilter:
     """Last failed at or after this."""
     until: datetime | None = None
     """Last failed before this."""
+    kept_through: str | None = None
+    """Kept no later than the letter of this id: what a redrive or purge of many found when
+    it began, not the letters taken in meanwhile (a redriven one dead again among them,
+    which a redrive of all would otherwise send round for ever)."""
 
     def matches(self, letter: StoredDeadLetter) -> bool:
         return (
-            (self.message_type is None or letter.message_type == self.message_type)
+            (self.kept_through is None or _key(letter.id) <= _key(self.kept_through))
+            and (self.message_type is None or letter.message_type == self.message_type)
             and (self.error_type is None or letter.error_type == self.error_type)
             and (
                 self.error_contains is None
@@ -110,6 +115,11 @@ class DeadLetterFilter:
             and (self.since is None or letter.last_failure_at >= self.since)
             and (self.until is None or letter.last_failure_at < self.until)
         )
+
+
+def _key(letter_id: str) -> int:
+    """A letter id (a store's number) in the order letters were kept."""
+    return int(letter_id) if letter_id.isdigit() else -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,6 +265,10 @@ class DeadLetterStore(Protocol):
         """How many letters each of ``groups`` has, and when the oldest was taken in."""
         ...
 
+    async def newest(self, group: str) -> str | None:
+        """The id of the letter of ``group`` kept last; None when it has none."""
+        ...
+
     async def delete_stored_before(self, cutoff: datetime, limit: int) -> int:
         """Retention: delete at most ``limit`` letters taken in before ``cutoff``, the
         oldest first; how many."""
@@ -356,6 +370,9 @@ class DeadLetters:
         how many went back. Letters kept truncated stay (purge them)."""
         if per_second <= 0:
             raise ValueError("per_second must be positive")
+        where = await self._as_found_now(where)
+        if where is None:
+            return 0
         moved = 0
         after: str | None = None
         while True:
@@ -386,6 +403,13 @@ class DeadLetters:
             return letter
         return await self.store.get(self.group, letter.id)
 
+    async def _as_found_now(self, where: DeadLetterFilter | None) -> DeadLetterFilter | None:
+        """``where``, bounded to the letters kept now; None when there are none."""
+        newest = await self.store.newest(self.group)
+        if newest is None:
+            return None
+        return replace(where or DeadLetterFilter(), kept_through=newest)
+
     async def purge(self, where: DeadLetterFilter | None = None) -> int:
         """Delete every matching dead letter, a page at a time; how many."""
         return len(await self.purge_ids(where))
@@ -393,7 +417,11 @@ class DeadLetters:
     async def purge_ids(
         self, where: DeadLetterFilter | None = None, *, most: int | None = None
     ) -> builtins.list[str]:
-        """Delete matching dead letters (at most ``most``), a page at a time; their ids."""
+        """Delete matching dead letters (at most ``most``), a page at a time; their ids.
+        Only those kept when it began: one taken in meanwhile was seen by no one."""
+        where = await self._as_found_now(where)
+        if where is None:
+            return []
         removed: builtins.list[str] = []
         while most is None or len(removed) < most:
             limit = MAX_PAGE if most is None else min(MAX_PAGE, most - len(removed))
