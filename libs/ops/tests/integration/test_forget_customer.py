@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -17,10 +18,12 @@ import pytest
 
 from shop.contracts import OrderCreated, decode
 from shop.database import create_engine, session_factory
+from shop.messaging.deadletter_table import PostgresDeadLetterStore
+from shop.messaging.deadletters import StoredDeadLetter
 from shop.messaging.internal import FORGET_CUSTOMER_PATH
 from shop.messaging.privacy import FORGOTTEN_EMAIL
 from shop.notification.adapters.sent_log import SqlSentLog
-from shop.notification.adapters.tables import metadata as notification_metadata
+from shop.notification.adapters.tables import ALL_METADATA as NOTIFICATION_METADATA
 from shop.notification.domain.kinds import NotificationKey, NotificationKind
 from shop.ops.errors import OpsError
 from shop.ops.forget import ROUNDS, forget_customer, forget_through
@@ -67,7 +70,7 @@ async def seed(urls: dict[str, str]) -> dict[str, list[uuid.UUID]]:
     """Two orders of Ayu's and one of Budi's, in every service."""
     await create_all(urls["order-service"], ORDER_METADATA)
     await create_all(urls["payment-service"], PAYMENT_METADATA)
-    await create_all(urls["notification-service"], [notification_metadata])
+    await create_all(urls["notification-service"], NOTIFICATION_METADATA)
     placed: dict[str, list[uuid.UUID]] = {AYU.email: [], BUDI.email: []}
     for customer, key in ((AYU, "k1"), (AYU, "k2"), (BUDI, "k1")):
         placed[customer.email].append(await place(urls["order-service"], customer, key))
@@ -78,8 +81,11 @@ async def seed(urls: dict[str, str]) -> dict[str, list[uuid.UUID]]:
 
 
 async def paid_and_mailed(urls: dict[str, str], order_id: uuid.UUID, email: str) -> None:
-    """The order's gateway notification kept by payment-service, and its confirmation's
-    record kept by notification-service."""
+    """The order's gateway notification kept by payment-service, its confirmation's record
+    kept by notification-service, and its OrderCreated among both services' dead letters
+    (a payment that could not be opened, an e-mail the provider refused)."""
+    for service in ("payment-service", "notification-service"):
+        await dead_lettered(urls, service, order_id)
     payments = await asyncpg.connect(urls["payment-service"])
     try:
         # A gateway's body may carry what the customer gave it.
@@ -97,6 +103,37 @@ async def paid_and_mailed(urls: dict[str, str], order_id: uuid.UUID, email: str)
             message_id=f"<order_confirmation.{order_id}@skincare-shop.example>",
             event_id=uuid.uuid4(),
         )
+    finally:
+        await engine.dispose()
+
+
+async def dead_lettered(urls: dict[str, str], service: str, order_id: uuid.UUID) -> None:
+    """The order's OrderCreated, byte for byte as order-service published it, kept as one
+    of ``service``'s dead letters."""
+    orders = await asyncpg.connect(urls["order-service"])
+    try:
+        body = await orders.fetchval("SELECT body FROM outbox WHERE key = $1", str(order_id))
+    finally:
+        await orders.close()
+    engine = create_engine(urls[service])
+    try:
+        at = datetime.now(UTC)
+        letter = StoredDeadLetter(
+            id="",
+            group=service,
+            source="shop-order-created",
+            message_type="order.created",
+            body=bytes(body),
+            headers={"x-event-id": str(uuid.uuid4())},
+            error_type="PermanentFailure",
+            error_message="550 mailbox unavailable",
+            attempts=1,
+            first_failure_at=at,
+            last_failure_at=at,
+            key=str(order_id),
+            transport_id=f"letter-{order_id}",
+        )
+        assert await PostgresDeadLetterStore(session_factory(engine)).keep([letter]) == 1
     finally:
         await engine.dispose()
 
@@ -154,9 +191,14 @@ async def test_a_forgotten_customer_is_nowhere_in_any_service_and_the_orders_kee
 
     assert forgotten.orders == 2
     assert forgotten.changed == {
-        "payment-service": {"gateway_notifications": 2},
-        "notification-service": {"sent_emails": 2},
-        "order-service": {"orders": 2, "outbox_messages": 2, "idempotency_keys": 2},
+        "payment-service": {"gateway_notifications": 2, "dead_letters": 2},
+        "notification-service": {"sent_emails": 2, "dead_letters": 2},
+        "order-service": {
+            "orders": 2,
+            "outbox_messages": 2,
+            "idempotency_keys": 2,
+            "dead_letters": 0,
+        },
     }
     for url in service_databases.values():
         assert await tables_naming(url, AYU.email) == {}
@@ -167,20 +209,29 @@ async def test_a_forgotten_customer_is_nowhere_in_any_service_and_the_orders_kee
         "outbox": 1,
     }
     assert await tables_naming(service_databases["payment-service"], BUDI.email) == {
-        "payment_events": 1
+        "payment_events": 1,
+        "dead_letters": 1,
     }
     assert await tables_naming(service_databases["notification-service"], BUDI.email) == {
-        "order_notifications": 1
+        "order_notifications": 1,
+        "dead_letters": 1,
     }
     await assert_outbox_still_valid(service_databases["order-service"], placed[AYU.email])
+    for service in ("payment-service", "notification-service"):
+        await assert_dead_letters_still_valid(service_databases[service], placed[AYU.email])
 
     again = await forget_customer(reading(internal_apis), AYU.email)
 
     assert again.orders == 0
     assert again.changed == {
-        "payment-service": {"gateway_notifications": 0},
-        "notification-service": {"sent_emails": 0},
-        "order-service": {"orders": 0, "outbox_messages": 0, "idempotency_keys": 0},
+        "payment-service": {"gateway_notifications": 0, "dead_letters": 0},
+        "notification-service": {"sent_emails": 0, "dead_letters": 0},
+        "order-service": {
+            "orders": 0,
+            "outbox_messages": 0,
+            "idempotency_keys": 0,
+            "dead_letters": 0,
+        },
     }
 
 
@@ -200,6 +251,23 @@ async def assert_outbox_still_valid(url: str, order_ids: list[uuid.UUID]) -> Non
     assert len(created) == len(events) == len(order_ids)
     assert [(event.customer_email, event.customer_id) for event in created] == [
         (FORGOTTEN_EMAIL, f"forgotten:{order_id}") for order_id in order_ids
+    ]
+
+
+async def assert_dead_letters_still_valid(url: str, order_ids: list[uuid.UUID]) -> None:
+    """The forgotten customer's dead letters are still their contracts (a redrive sends
+    them as they are now), naming the forgotten address."""
+    connection = await asyncpg.connect(url)
+    try:
+        bodies = await connection.fetch(
+            "SELECT body FROM dead_letters WHERE key = ANY($1::text[]) ORDER BY id",
+            [str(order_id) for order_id in order_ids],
+        )
+    finally:
+        await connection.close()
+    events = [decode(row["body"]).payload for row in bodies]
+    assert [(type(e), e.customer_email) for e in events] == [  # type: ignore[union-attr]
+        (OrderCreated, FORGOTTEN_EMAIL) for _ in order_ids
     ]
 
 
@@ -269,7 +337,7 @@ async def test_an_order_placed_while_the_customer_is_forgotten_is_forgotten_too(
     assert forgotten.orders == 3, "rows changed, the late order's among them"
     for url in service_databases.values():
         assert await tables_naming(url, AYU.email) == {}
-    assert forgotten.changed["payment-service"] == {"gateway_notifications": 3}
+    assert forgotten.changed["payment-service"] == {"gateway_notifications": 3, "dead_letters": 3}
 
 
 async def test_a_customer_who_keeps_ordering_while_forgotten_is_an_error_that_says_so(

@@ -9,11 +9,16 @@ for examples (RFC 2606), which delivers nowhere."""
 
 from __future__ import annotations
 
+import json
 import re
-from typing import Final
+from typing import Any, Final
 
 FORGOTTEN_EMAIL: Final = "forgotten@forgotten.example"
 """What replaces a forgotten customer's address wherever a service keeps it."""
+
+FORGOTTEN_CUSTOMER: Final = "forgotten:"
+"""The prefix of a forgotten order's customer id, followed by the order's own id: no
+identity provider issues such a subject, and no two forgotten orders share one."""
 
 MASK: Final = "***"
 
@@ -34,3 +39,26 @@ def mask_email(address: str) -> str:
 def mask_emails(text: str) -> str:
     """``text`` with every e-mail address in it masked (:func:`mask_email`)."""
     return _ADDRESS.sub(lambda found: mask_email(found.group(0)), text)
+
+
+def forgotten_in_message(body: bytes, email: str) -> bytes | None:
+    """The message ``body`` (a contract's JSON envelope) with its customer forgotten, when
+    its payload names ``email`` (any case): the address becomes :data:`FORGOTTEN_EMAIL`
+    and the customer's id one of the order's own, so that it is still the contract it was
+    (sent or redriven as it is now). None when it names someone else, or no one, or is not
+    an envelope: a contract names its customer in one field, compared whole, never searched
+    for in the text, so that ``a@example.com`` never touches ``ana@example.com``'s."""
+    try:
+        document: Any = json.loads(body)
+    except ValueError:
+        return None
+    payload = document.get("payload") if isinstance(document, dict) else None
+    if not isinstance(payload, dict):
+        return None
+    named = payload.get("customer_email")
+    if not isinstance(named, str) or named.lower() != email.lower():
+        return None
+    payload["customer_email"] = FORGOTTEN_EMAIL
+    if "customer_id" in payload:
+        payload["customer_id"] = f"{FORGOTTEN_CUSTOMER}{payload.get('order_id', '')}"
+    return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()

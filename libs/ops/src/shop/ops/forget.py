@@ -2,7 +2,8 @@
 service's internal API (never its tables): payment-service erases the gateways' bodies about
 their orders, notification-service the address its records of sent e-mails keep, and
 order-service, last, the address and the customer's id its orders and outbox keep (the
-orders themselves, their lines, totals and states, stay for the shop's books).
+orders themselves, their lines, totals and states, stay for the shop's books). Each also
+forgets the customer in its dead letters about those orders.
 
 order-service goes last because its orders are how the customer's orders are found: a run
 cut short (a service that did not answer) is run again, and finds them still. It forgets
@@ -10,8 +11,8 @@ only the orders the others were asked about, and names those placed since (a cus
 shopping): they are forgotten in another round, the other services first. Each service
 changes only what still names the customer, so a second run changes nothing and says so.
 
-Dead letters are not among the stores asked: a dead letter keeps a message byte for byte
-until a person redrives or purges it."""
+A dead letter naming the customer is rewritten as the outbox's messages are, so that it can
+still be redriven; one that cannot be read as a contract loses its body, and says so."""
 
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ async def forget_through(
     """:func:`forget_customer` through the services' ports: rounds of the orders listed,
     until order-service has none left naming the address."""
     changed: dict[str, dict[str, int]] = {
-        PAYMENT_SERVICE: {"gateway_notifications": 0},
+        PAYMENT_SERVICE: {"gateway_notifications": 0, "dead_letters": 0},
         NOTIFICATION_SERVICE: {},
         ORDER_SERVICE: {},
     }
@@ -68,12 +69,15 @@ async def forget_through(
         for part in in_parts(order_ids):
             _add(
                 changed[PAYMENT_SERVICE],
-                await payments.post(FORGET_CUSTOMER_PATH, body={"order_ids": part}),
+                await payments.post(FORGET_CUSTOMER_PATH, body={"email": email, "order_ids": part}),
             )
-        _add(
-            changed[NOTIFICATION_SERVICE],
-            await notifications.post(FORGET_CUSTOMER_PATH, body={"email": email}),
-        )
+        for part in in_parts(order_ids) or [""]:
+            _add(
+                changed[NOTIFICATION_SERVICE],
+                await notifications.post(
+                    FORGET_CUSTOMER_PATH, body={"email": email, "order_ids": part}
+                ),
+            )
         remaining: list[str] = []
         for part in in_parts(order_ids) or [""]:
             answer = await orders.post(

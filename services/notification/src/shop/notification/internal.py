@@ -7,9 +7,9 @@ publishes nothing) and no inbox (each e-mail is its own record, marked after the
   first.
 - ``GET /internal/v1/emails?order_ids=a,b,…[&kind=…]``: the e-mails sent about those orders
   (of one kind, ``payment_receipt`` say: a reconciliation's).
-- ``POST /internal/v1/customers/forget`` ``{"email": …}``: the records of the e-mails sent
-  to that address no longer name it; what changed, in rows
-  (:mod:`shop.notification.adapters.forgetting`).
+- ``POST /internal/v1/customers/forget`` ``{"email": …, "order_ids": "a,b,…"}``: the
+  records of the e-mails sent to that address, and the dead letters about those orders, no
+  longer name it; what changed, in rows (:mod:`shop.notification.adapters.forgetting`).
 """
 
 from __future__ import annotations
@@ -74,8 +74,9 @@ def internal_routes(sessions: async_sessionmaker[AsyncSession]) -> list[Operator
 
     async def forget(query: Mapping[str, str]) -> dict[str, Any]:
         email = email_of(query)
+        listed = uuids(query, "order_ids") if query.get("order_ids", "").strip() else []
         async with sessions() as session, session.begin():
-            forgotten = await forget_customer(session, email)
+            forgotten = await forget_customer(session, email, listed)
         return {"changed": forgotten.document()}
 
     return [

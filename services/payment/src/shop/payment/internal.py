@@ -9,9 +9,9 @@ the payments and the gateway's notifications, its outbox and its inbox. The cons
 - ``GET /internal/v1/payments?created_since=…&updated_before=…&limit=…``: payments opened
   since a time and unchanged since another, oldest first (a reconciliation's).
 - ``GET /internal/v1/payments?order_ids=a,b,…``: the payments of those orders.
-- ``POST /internal/v1/customers/forget`` ``{"order_ids": "a,b,…"}``: the gateways'
-  notifications about a customer's orders (their ids from order-service) erased; what
-  changed, in rows
+- ``POST /internal/v1/customers/forget`` ``{"email": …, "order_ids": "a,b,…"}``: the
+  gateways' notifications about a customer's orders (their ids from order-service) erased,
+  and the dead letters about them no longer naming the address; what changed, in rows
   (:mod:`shop.payment.adapters.forgetting`).
 - ``GET /internal/v1/outbox``, ``GET /internal/v1/outbox/messages?key=…``,
   ``GET /internal/v1/inbox?event_ids=…``: :mod:`shop.messaging.internal`.
@@ -32,6 +32,7 @@ from shop.messaging.internal import (
     PREFIX,
     BadQuery,
     answering,
+    email_of,
     inbox_route,
     iso,
     limit_of,
@@ -40,7 +41,7 @@ from shop.messaging.internal import (
     time_of,
     uuids,
 )
-from shop.payment.adapters.forgetting import forget_orders
+from shop.payment.adapters.forgetting import forget_customer
 from shop.payment.adapters.tables import payment_events, payments
 
 ORDER_PAYMENTS_PATH: Final = f"{PREFIX}/orders/{{order}}/payments"
@@ -134,9 +135,9 @@ def internal_routes(sessions: async_sessionmaker[AsyncSession]) -> list[Operator
         return {"payments": [payment_document(row) for row in rows]}
 
     async def forget(query: Mapping[str, str]) -> dict[str, Any]:
-        order_ids = uuids(query, "order_ids")
+        email, order_ids = email_of(query), uuids(query, "order_ids")
         async with sessions() as session, session.begin():
-            forgotten = await forget_orders(session, order_ids)
+            forgotten = await forget_customer(session, email, order_ids)
         return {"changed": forgotten.document()}
 
     return [

@@ -3,30 +3,26 @@ their orders stay, with their lines, totals and states, for the shop's books, bu
 say who placed them. The address becomes :data:`~shop.messaging.privacy.FORGOTTEN_EMAIL`,
 and the customer's id one of the order's own, so that the forgotten orders cannot be linked
 to each other or read with the customer's token; the customer's idempotency keys (their id
-and the answers kept for replays) are deleted, and the messages the outbox still keeps say
-the same as the orders.
+and the answers kept for replays) are deleted, and the messages the outbox still keeps (and its
+dead letters) say the same as the orders.
 
 Only the orders named (those the other services were asked about first), and idempotent:
 a second time, nothing names the address any more, and nothing changes."""
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Collection
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any
 
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from shop.messaging.privacy import FORGOTTEN_EMAIL
+from shop.messaging.deadletter_table import forget_in_dead_letters
+from shop.messaging.privacy import FORGOTTEN_CUSTOMER, FORGOTTEN_EMAIL, forgotten_in_message
 from shop.messaging.schema import outbox
 from shop.order.adapters.tables import idempotency_keys, orders
-
-FORGOTTEN_CUSTOMER: Final = "forgotten:"
-"""The prefix of a forgotten order's customer id, followed by the order's own id: no
-identity provider issues such a subject, and no two forgotten orders share one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +32,7 @@ class Forgotten:
     orders: int
     outbox_messages: int
     idempotency_keys: int
+    dead_letters: int
 
     def document(self) -> dict[str, int]:
         return asdict(self)
@@ -59,7 +56,7 @@ async def forget_customer(
     were asked to forget those, and an order placed since is theirs to forget first
     (:func:`orders_of` says which are left)."""
     if not order_ids:
-        return Forgotten(orders=0, outbox_messages=0, idempotency_keys=0)
+        return Forgotten(orders=0, outbox_messages=0, idempotency_keys=0, dead_letters=0)
     placed = (
         await session.execute(
             select(orders.c.id, orders.c.customer_id)
@@ -85,7 +82,10 @@ async def forget_customer(
             )
         )
     messages = await _forget_in_outbox(session, email, [row.id for row in placed])
-    return Forgotten(orders=len(placed), outbox_messages=messages, idempotency_keys=keys)
+    letters = await forget_in_dead_letters(session, email, [str(row.id) for row in placed])
+    return Forgotten(
+        orders=len(placed), outbox_messages=messages, idempotency_keys=keys, dead_letters=letters
+    )
 
 
 async def _forget_in_outbox(session: AsyncSession, email: str, order_ids: list[uuid.UUID]) -> int:
@@ -93,9 +93,6 @@ async def _forget_in_outbox(session: AsyncSession, email: str, order_ids: list[u
     for inspection) and unsent ones alike, which then go out naming no one."""
     if not order_ids:
         return 0
-    # An order's messages are keyed by its id, and a contract names its customer in one
-    # field: the address is compared whole, never searched for in the text, so that
-    # a@example.com never touches ana@example.com's messages.
     rows = (
         await session.execute(
             select(outbox.c.id, outbox.c.body)
@@ -105,16 +102,8 @@ async def _forget_in_outbox(session: AsyncSession, email: str, order_ids: list[u
     ).all()
     changed = 0
     for row in rows:
-        document = json.loads(row.body)
-        payload = document.get("payload")
-        if not isinstance(payload, dict):
-            continue
-        named = payload.get("customer_email")
-        if not isinstance(named, str) or named.lower() != email.lower():
-            continue
-        payload["customer_email"] = FORGOTTEN_EMAIL
-        payload["customer_id"] = f"{FORGOTTEN_CUSTOMER}{payload.get('order_id', '')}"
-        body = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode()
-        await session.execute(update(outbox).where(outbox.c.id == row.id).values(body=body))
-        changed += 1
+        body = forgotten_in_message(row.body, email)
+        if body is not None:
+            await session.execute(update(outbox).where(outbox.c.id == row.id).values(body=body))
+            changed += 1
     return changed

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from shop.messaging.deadletter_table import forget_in_dead_letters
 from shop.payment.adapters.tables import payment_events
 
 ERASED: bytes = b""
@@ -27,18 +28,23 @@ class Forgotten:
     """What forgetting one customer changed, in rows."""
 
     gateway_notifications: int
+    dead_letters: int
 
     def document(self) -> dict[str, int]:
         return asdict(self)
 
 
-async def forget_orders(session: AsyncSession, order_ids: Sequence[uuid.UUID]) -> Forgotten:
-    """Erase the gateways' bodies about ``order_ids`` (a customer's orders), in the
-    session's transaction (the caller commits)."""
+async def forget_customer(
+    session: AsyncSession, email: str, order_ids: Sequence[uuid.UUID]
+) -> Forgotten:
+    """Erase the gateways' bodies about ``order_ids`` (the customer's orders), and forget
+    ``email`` in the dead letters about them (an OrderCreated that could not open its
+    payment names the customer), in the session's transaction (the caller commits)."""
     erased = await session.execute(
         update(payment_events)
         .where(payment_events.c.order_id.in_(order_ids), payment_events.c.raw_body != ERASED)
         .values(raw_body=ERASED)
         .returning(payment_events.c.id)
     )
-    return Forgotten(gateway_notifications=len(erased.all()))
+    letters = await forget_in_dead_letters(session, email, [str(id_) for id_ in order_ids])
+    return Forgotten(gateway_notifications=len(erased.all()), dead_letters=letters)
