@@ -87,8 +87,9 @@ class ChaosLog:
 def schedule(kills: int, seed: int) -> list[str]:
     """The blows of a run, in order: ``kills`` SIGKILLs that reach every kind (each worker
     kind, the leading relay of each service that sends, each API mid-request) before any
-    repeats, a SIGTERM after every fourth kill, one broker freeze half way, one Postgres
-    restart, the provider hanging on a message, and dropping the line after taking one."""
+    repeats, a SIGTERM after every fourth kill, one broker freeze a third of the way, one
+    Postgres restart, the provider hanging on a message, and dropping the line after taking
+    one."""
     chooser = random.Random(seed)
     kinds = [
         *(f"kill -9 {kind}" for kind in WORKER_KINDS),
@@ -105,7 +106,10 @@ def schedule(kills: int, seed: int) -> list[str]:
     for position in range(len(blows) - 1, 0, -1):
         if position % 4 == 0:
             blows.insert(position, f"sigterm {chooser.choice(WORKER_KINDS)}")
-    blows.insert(len(blows) // 2, "freeze broker")
+    # The freeze early: the blows before it run late (each waits for what it needs), and
+    # only checkouts add to the outbox while the broker is frozen, so it must land while
+    # they are still leaving (in the short run they leave for 50 s; half way landed after).
+    blows.insert(len(blows) // 3, "freeze broker")
     blows.insert(len(blows) // 4, "provider hangs")
     blows.insert(len(blows) * 3 // 4, "restart postgres")
     blows.insert(len(blows) * 5 // 6, "provider drops a reply")
@@ -282,6 +286,11 @@ class Monkey:
             await asyncio.sleep(0.005)
 
     async def _freeze(self) -> None:
+        # Checkouts flow while the broker is frozen, or the outbox has nothing to hold: an
+        # order-api still starting again after an earlier blow (under load that took 30 s,
+        # and a freeze landed in it) is waited for first.
+        for replica in await self._idle("order-api"):
+            await self.shop.wait_ready(replica)
         connection = await asyncpg.connect(self.order_database_url)
         try:
             self.log.backlog_before_freeze = await unsent(connection)
