@@ -139,6 +139,24 @@ async def test_the_internal_api_pages_and_refuses_a_page_too_large_or_a_cursor_i
     assert "since" in untimely.json()["detail"]
 
 
+async def test_a_letter_whose_numbers_no_column_holds_is_kept_as_bad_beside_the_others(
+    store: PostgresDeadLetterStore,
+) -> None:
+    # A foreign producer's header: a whole number, but past what the table's columns hold.
+    huge = str(2**64)
+    body, stored, key = carried(1, **{h.DEAD_LETTER_BODY_SIZE: huge, h.DEAD_LETTER_ATTEMPTS: huge})
+    bad = read_dead_letter("0-1", body, stored, key=key)
+
+    assert await store.keep([bad, letter(2)]) == 2
+    kept = await DeadLetters(store, no_courier(), GROUP).list()
+    assert [x.transport_id for x in kept] == ["0-1", "0-2"]
+    assert kept[0].problems == (
+        f"x-dead-letter-attempts={huge} is out of range",
+        f"x-dead-letter-body-size={huge} is out of range",
+    )
+    assert kept[0].body == body, "kept whole: its size said nothing it could be cut to"
+
+
 async def test_a_page_bounded_to_the_letters_kept_by_then_leaves_out_later_ones(
     store: PostgresDeadLetterStore,
 ) -> None:

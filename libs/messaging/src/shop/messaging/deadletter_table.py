@@ -57,7 +57,7 @@ def _row(letter: StoredDeadLetter) -> dict[str, Any]:
         "key": _text_or_none(letter.key),
         "error_type": _text(letter.error_type),
         "error_message": _text(letter.error_message),
-        "attempts": min(letter.attempts, 2**31 - 1),
+        "attempts": letter.attempts,
         "first_failure_at": letter.first_failure_at,
         "last_failure_at": letter.last_failure_at,
         "whole_body_size": letter.whole_body_size,

@@ -188,11 +188,13 @@ def read_dead_letter(
         headers=h.original_headers(dict(stored)),
         error_type=stored.get(h.DEAD_LETTER_ERROR_TYPE) or _missing(problems, "error type"),
         error_message=stored.get(h.DEAD_LETTER_ERROR_MESSAGE, ""),
-        attempts=_whole(stored, h.DEAD_LETTER_ATTEMPTS, problems) or 0,
+        attempts=_whole(stored, h.DEAD_LETTER_ATTEMPTS, problems, most=_MOST_ATTEMPTS) or 0,
         first_failure_at=_moment(stored, h.DEAD_LETTER_FIRST_FAILURE_AT, problems) or now,
         last_failure_at=_moment(stored, h.DEAD_LETTER_LAST_FAILURE_AT, problems) or now,
         key=key,
-        whole_body_size=_whole(stored, h.DEAD_LETTER_BODY_SIZE, problems, optional=True),
+        whole_body_size=_whole(
+            stored, h.DEAD_LETTER_BODY_SIZE, problems, most=_LARGEST_SIZE, optional=True
+        ),
         transport_id=letter_id,
         problems=tuple(problems),
     )
@@ -203,8 +205,19 @@ def _missing(problems: list[str], what: str) -> str:
     return "unknown"
 
 
+_MOST_ATTEMPTS: Final = 2**31 - 1
+_LARGEST_SIZE: Final = 2**63 - 1
+"""The largest numbers the store's columns hold (an attempt count, a body's size): a
+foreign header past them would fail the whole batch it came in, again at every look."""
+
+
 def _whole(
-    stored: Mapping[str, str], name: str, problems: list[str], *, optional: bool = False
+    stored: Mapping[str, str],
+    name: str,
+    problems: list[str],
+    *,
+    most: int,
+    optional: bool = False,
 ) -> int | None:
     value = stored.get(name)
     if value is None:
@@ -218,6 +231,9 @@ def _whole(
         return None
     if number < 0:
         problems.append(f"{name}={number} is negative")
+        return None
+    if number > most:
+        problems.append(f"{name}={value[:100]} is out of range")
         return None
     return number
 
