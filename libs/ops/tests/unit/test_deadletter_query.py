@@ -5,6 +5,7 @@ request per letter."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -15,6 +16,7 @@ from pydantic import SecretStr
 
 from shop.messaging import StoredDeadLetter
 from shop.messaging.deadletters import (
+    MAX_PAGE,
     Arrival,
     DeadLetterFilter,
     DeadLetterPage,
@@ -48,7 +50,7 @@ PAYMENT = "payment-service"
 
 def stored(
     *,
-    id: str = "0-1",
+    id: str = "1",
     group: str = NOTIFICATION,
     message_type: str = "order.created",
     error_type: str = "EmailRejected",
@@ -108,9 +110,9 @@ class KeptLetters:
     async def page(
         self, group: str, where: DeadLetterFilter, *, after: str | None, limit: int
     ) -> DeadLetterPage:
-        ids = [letter.id for letter in self.held]
-        start = 0 if after is None else ids.index(after) + 1
-        matching = [x for x in self.held[start:] if x.group == group and where.matches(x)]
+        # After the cursor's letter by id, as the table reads it: that letter may be gone.
+        later = [x for x in self.held if after is None or int(x.id) > int(after)]
+        matching = [x for x in later if x.group == group and where.matches(x)]
         page = matching[:limit]
         return DeadLetterPage(page, page[-1].id if len(matching) > limit else None)
 
@@ -125,6 +127,9 @@ class KeptLetters:
 
     async def summary(self, groups: Sequence[str]) -> list[GroupSummary]:
         raise AssertionError("not asked by the routes")
+
+    async def newest(self, group: str) -> str | None:
+        return max((x.id for x in self.held if x.group == group), key=int, default=None)
 
     async def delete_stored_before(self, cutoff: datetime, limit: int) -> int:
         raise AssertionError("not asked by the routes")
@@ -205,53 +210,99 @@ def test_contains_finds_text_in_the_error_the_key_or_the_body_in_any_case() -> N
 
 async def test_letters_are_read_from_each_groups_worker_byte_for_byte() -> None:
     bounced = stored(body=b"\xff\xfe not quite utf-8")
-    refused = stored(id="0-2", group=PAYMENT, error_type="PermanentError", error_message="no")
+    refused = stored(id="2", group=PAYMENT, error_type="PermanentError", error_message="no")
     async with workers(KeptLetters(bounced, refused)) as settings:
         letters = await list_dead_letters(settings)
-        assert [(x.service, x.id) for x in letters] == [(NOTIFICATION, "0-1"), (PAYMENT, "0-2")]
+        assert [(x.service, x.id) for x in letters] == [(NOTIFICATION, "1"), (PAYMENT, "2")]
         assert letters[0] == replace(letter(), body=bounced.body)
         by_text = await list_dead_letters(settings, DeadLetterQuery(contains="MAILBOX"))
-        assert [x.id for x in by_text] == ["0-1"]
+        assert [x.id for x in by_text] == ["1"]
         by_error = await list_dead_letters(settings, DeadLetterQuery(error_type="PermanentError"))
         assert [x.group for x in by_error] == [PAYMENT]
-        assert await show_dead_letter(settings, "0-2") == by_error[0]  # found in its group
+        assert await show_dead_letter(settings, "2") == by_error[0]  # found in its group
 
 
 async def test_one_letter_is_redriven_by_its_group_and_an_unknown_one_said_so() -> None:
-    store = KeptLetters(stored(), stored(id="0-9", whole_body_size=10_000))
+    store = KeptLetters(stored(), stored(id="9", whole_body_size=10_000))
     async with workers(store) as settings:
-        redriven = await redrive_dead_letter(settings, "0-1", group=NOTIFICATION)
-        assert (redriven.id, store.redriven) == ("0-1", ["0-1"])
-        with pytest.raises(NoSuchDeadLetter, match="no dead letter '0-1' in group"):
-            await redrive_dead_letter(settings, "0-1", group=NOTIFICATION)
+        redriven = await redrive_dead_letter(settings, "1", group=NOTIFICATION)
+        assert (redriven.id, store.redriven) == ("1", ["1"])
+        with pytest.raises(NoSuchDeadLetter, match="no dead letter '1' in group"):
+            await redrive_dead_letter(settings, "1", group=NOTIFICATION)
         with pytest.raises(OpsError, match="409"):
-            await redrive_dead_letter(settings, "0-9", group=NOTIFICATION)
+            await redrive_dead_letter(settings, "9", group=NOTIFICATION)
         with pytest.raises(OpsError, match="no consumer group matches"):
-            await show_dead_letter(settings, "0-1", group="stock-service")
+            await show_dead_letter(settings, "1", group="stock-service")
 
 
 async def test_a_bulk_redrive_goes_letter_by_letter_leaving_the_truncated_ones() -> None:
     store = KeptLetters(
-        stored(id="0-1"),
-        stored(id="0-2", error_message="451 try later"),
-        stored(id="0-3", whole_body_size=10_000),
-        stored(id="0-4", group=PAYMENT),
+        stored(id="1"),
+        stored(id="2", error_message="451 try later"),
+        stored(id="3", whole_body_size=10_000),
+        stored(id="4", group=PAYMENT),
     )
     async with workers(store) as settings:
         counts = await redrive_dead_letters(
             settings, DeadLetterQuery(service=NOTIFICATION), per_second=1000
         )
         assert counts == [GroupCount(NOTIFICATION, NOTIFICATION, 2)]
-        assert store.redriven == ["0-1", "0-2"]
+        assert store.redriven == ["1", "2"]
         with pytest.raises(OpsError, match="must be positive"):
             await redrive_dead_letters(settings, per_second=0)
 
 
+class DeadAgain(KeptLetters):
+    """A consumer that fails every letter redriven to it again: each comes back at once
+    under a new id, as the collector keeps it anew."""
+
+    async def redeliver(self, group: str, letter: StoredDeadLetter) -> None:
+        await super().redeliver(group, letter)
+        newest = max(int(x.id) for x in self.held)
+        self.held.append(replace(letter, id=str(newest + 1)))
+
+
+async def test_a_bulk_redrive_ends_with_the_letters_it_found_though_they_fail_again() -> None:
+    found = [str(n) for n in range(1, MAX_PAGE + 2)]  # more than a worker's page
+    store = DeadAgain(*(stored(id=letter_id) for letter_id in found))
+    async with workers(store) as settings:
+        counts = await asyncio.wait_for(
+            redrive_dead_letters(
+                settings, DeadLetterQuery(service=NOTIFICATION), per_second=100_000
+            ),
+            timeout=30,
+        )
+    assert counts == [GroupCount(NOTIFICATION, NOTIFICATION, len(found))]
+    assert store.redriven == found
+    assert len(store.held) == len(found), "each back once, and left there"
+
+
+class ArrivingWhilePurged(KeptLetters):
+    """Letters that keep arriving while a purge deletes: one more with each deletion."""
+
+    async def remove(self, group: str, letter_ids: Sequence[str]) -> list[str]:
+        newest = max(int(x.id) for x in self.held)
+        self.held.append(stored(id=str(newest + 1)))
+        return await super().remove(group, letter_ids)
+
+
+async def test_a_purge_by_what_the_workers_filter_leaves_the_letters_that_arrived_meanwhile() -> (
+    None
+):
+    found = [str(n) for n in range(1, MAX_PAGE + 2)]
+    store = ArrivingWhilePurged(*(stored(id=letter_id) for letter_id in found))
+    async with workers(store) as settings:
+        query = DeadLetterQuery(service=NOTIFICATION, error_type="EmailRejected")
+        [purged] = await asyncio.wait_for(purge_dead_letters(settings, query), timeout=30)
+    assert list(purged.ids) == found
+    assert [x.id for x in store.held] == [str(len(found) + n) for n in (1, 2)]
+
+
 async def test_purging_removes_only_what_matches_in_every_group() -> None:
     store = KeptLetters(
-        stored(id="0-1"),
-        stored(id="0-2", error_message="451 try later"),
-        stored(id="0-3", group=PAYMENT, error_message="card declined"),
+        stored(id="1"),
+        stored(id="2", error_message="451 try later"),
+        stored(id="3", group=PAYMENT, error_message="card declined"),
     )
     async with workers(store) as settings:
         counts = await purge_dead_letters(settings, DeadLetterQuery(contains="mailbox"))
@@ -260,8 +311,8 @@ async def test_purging_removes_only_what_matches_in_every_group() -> None:
             GroupCount("order-service", "order-service", 0),
             GroupCount(PAYMENT, PAYMENT, 0),
         ]
-        assert [x.id for x in store.held] == ["0-2", "0-3"]
-        assert counts[0].ids == ("0-1",)
+        assert [x.id for x in store.held] == ["2", "3"]
+        assert counts[0].ids == ("1",)
 
 
 async def test_purging_by_what_the_workers_filter_deletes_there_and_names_each_letter() -> None:

@@ -22,6 +22,7 @@ from shop.messaging.deadletters import (
     DeadLetterPage,
     GroupSummary,
     StoredDeadLetter,
+    letter_key,
 )
 from shop.messaging.privacy import forgotten_in_message
 from shop.messaging.schema import dead_letters
@@ -29,13 +30,6 @@ from shop.messaging.schema import dead_letters
 ERASED_FOR_PRIVACY: Final = "its body was erased when its customer was forgotten"
 """The problem a letter is left with when its body named a forgotten customer and could
 not be rewritten (kept truncated, or not a contract): it can no longer be redriven."""
-
-
-def _id_of(letter_id: str | None) -> int | None:
-    """A letter id as the table's key; None for one that cannot be a key (so matches none)."""
-    if letter_id is None or not letter_id.isdigit() or len(letter_id) > 18:
-        return None
-    return int(letter_id)
 
 
 def _text(text: str) -> str:
@@ -114,7 +108,7 @@ def _conditions(where: DeadLetterFilter) -> list[ColumnElement[bool]]:
     if where.until is not None:
         conditions.append(dead_letters.c.last_failure_at < where.until)
     if where.kept_through is not None:
-        conditions.append(dead_letters.c.id <= (_id_of(where.kept_through) or 0))
+        conditions.append(dead_letters.c.id <= (letter_key(where.kept_through) or 0))
     return conditions
 
 
@@ -172,7 +166,7 @@ class PostgresDeadLetterStore:
     ) -> DeadLetterPage:
         conditions = [dead_letters.c.consumer == group, *_conditions(where)]
         if after is not None:
-            conditions.append(dead_letters.c.id > (_id_of(after) or 0))
+            conditions.append(dead_letters.c.id > (letter_key(after) or 0))
         # One more than asked says whether another page follows.
         statement = (
             select(*_LISTED).where(and_(*conditions)).order_by(dead_letters.c.id).limit(limit + 1)
@@ -184,7 +178,7 @@ class PostgresDeadLetterStore:
         return DeadLetterPage(letters, letters[-1].id if more else None)
 
     async def get(self, group: str, letter_id: str) -> StoredDeadLetter | None:
-        key = _id_of(letter_id)
+        key = letter_key(letter_id)
         if key is None:
             return None
         statement = select(dead_letters).where(
@@ -195,7 +189,7 @@ class PostgresDeadLetterStore:
         return None if row is None else _letter(row)
 
     async def remove(self, group: str, letter_ids: Sequence[str]) -> list[str]:
-        keys = [key for key in map(_id_of, letter_ids) if key is not None]
+        keys = [key for key in map(letter_key, letter_ids) if key is not None]
         if not keys:
             return []
         statement = (
@@ -261,7 +255,7 @@ class MemoryDeadLetterStore:
     async def page(
         self, group: str, where: DeadLetterFilter, *, after: str | None, limit: int
     ) -> DeadLetterPage:
-        start = 0 if after is None else (_id_of(after) or 0)
+        start = 0 if after is None else (letter_key(after) or 0)
         matching = [
             letter
             for key, letter in sorted(self._letters.items())
@@ -271,12 +265,12 @@ class MemoryDeadLetterStore:
         return DeadLetterPage(letters, letters[-1].id if len(matching) > limit else None)
 
     async def get(self, group: str, letter_id: str) -> StoredDeadLetter | None:
-        letter = self._letters.get(_id_of(letter_id) or 0)
+        letter = self._letters.get(letter_key(letter_id) or 0)
         return letter if letter is not None and letter.group == group else None
 
     async def remove(self, group: str, letter_ids: Sequence[str]) -> list[str]:
         removed = []
-        for key in sorted({k for k in map(_id_of, letter_ids) if k is not None}):
+        for key in sorted({k for k in map(letter_key, letter_ids) if k is not None}):
             letter = self._letters.get(key)
             if letter is not None and letter.group == group:
                 del self._letters[key]

@@ -105,7 +105,10 @@ class DeadLetterFilter:
 
     def matches(self, letter: StoredDeadLetter) -> bool:
         return (
-            (self.kept_through is None or _key(letter.id) <= _key(self.kept_through))
+            (
+                self.kept_through is None
+                or (letter_key(letter.id) or 0) <= (letter_key(self.kept_through) or 0)
+            )
             and (self.message_type is None or letter.message_type == self.message_type)
             and (self.error_type is None or letter.error_type == self.error_type)
             and (
@@ -117,9 +120,12 @@ class DeadLetterFilter:
         )
 
 
-def _key(letter_id: str) -> int:
-    """A letter id (a store's number) in the order letters were kept."""
-    return int(letter_id) if letter_id.isdigit() else -1
+def letter_key(letter_id: str | None) -> int | None:
+    """A letter id as the store's number (the order letters were kept in); None for what
+    cannot be one."""
+    if letter_id is None or not letter_id.isdigit() or len(letter_id) > 18:
+        return None
+    return int(letter_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +392,7 @@ class DeadLetters:
         how many went back. Letters kept truncated stay (purge them)."""
         if per_second <= 0:
             raise ValueError("per_second must be positive")
-        where = await self._as_found_now(where)
+        where = await self.as_found_now(where)
         if where is None:
             return 0
         moved = 0
@@ -419,12 +425,15 @@ class DeadLetters:
             return letter
         return await self.store.get(self.group, letter.id)
 
-    async def _as_found_now(self, where: DeadLetterFilter | None) -> DeadLetterFilter | None:
-        """``where``, bounded to the letters kept now; None when there are none."""
-        newest = await self.store.newest(self.group)
+    async def as_found_now(self, where: DeadLetterFilter | None) -> DeadLetterFilter | None:
+        """``where``, bounded to the letters kept now (and to its own ``kept_through``, a
+        task's that began earlier); None when there are none."""
+        newest = letter_key(await self.store.newest(self.group))
         if newest is None:
             return None
-        return replace(where or DeadLetterFilter(), kept_through=newest)
+        where = where or DeadLetterFilter()
+        bound = letter_key(where.kept_through)
+        return replace(where, kept_through=str(newest if bound is None else min(bound, newest)))
 
     async def purge(self, where: DeadLetterFilter | None = None) -> int:
         """Delete every matching dead letter, a page at a time; how many."""
@@ -435,7 +444,7 @@ class DeadLetters:
     ) -> builtins.list[str]:
         """Delete matching dead letters (at most ``most``), a page at a time; their ids.
         Only those kept when it began: one taken in meanwhile was seen by no one."""
-        where = await self._as_found_now(where)
+        where = await self.as_found_now(where)
         if where is None:
             return []
         removed: builtins.list[str] = []

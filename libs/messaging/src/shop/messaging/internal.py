@@ -30,6 +30,7 @@ from shop.messaging.deadletters import (
     DeadLetterFilter,
     DeadLetters,
     StoredDeadLetter,
+    letter_key,
 )
 from shop.messaging.health import OperatorRoute
 from shop.messaging.schema import inbox, outbox
@@ -277,15 +278,24 @@ def dead_letter_document(letter: StoredDeadLetter) -> dict[str, Any]:
 
 
 def dead_letter_filter(query: Mapping[str, str]) -> DeadLetterFilter:
-    """``message_type``, ``error_type``, ``error_contains`` and the time range ``since``,
-    ``until`` (of the last failure, ISO 8601 with a zone)."""
+    """``message_type``, ``error_type``, ``error_contains``, the time range ``since``,
+    ``until`` (of the last failure, ISO 8601 with a zone), and ``kept_through`` (a letter
+    id: none kept after it, what a listing's ``newest`` said when a long task began)."""
     return DeadLetterFilter(
         message_type=query.get("message_type") or None,
         error_type=query.get("error_type") or None,
         error_contains=query.get("error_contains") or None,
         since=time_of(query, "since"),
         until=time_of(query, "until"),
+        kept_through=_letter_id(query, "kept_through"),
     )
+
+
+def _letter_id(query: Mapping[str, str], name: str) -> str | None:
+    value = query.get(name) or None
+    if value is not None and letter_key(value) is None:
+        raise BadQuery(f"{name}={value[:40]!r} is not a letter id this worker gave")
+    return value
 
 
 def dead_letter_routes(
@@ -294,8 +304,11 @@ def dead_letter_routes(
     """The dead letters of ``groups`` (a worker's consumers), ``letters_of(group)``:
 
     - ``GET /internal/v1/dead-letters?group=…[&message_type=…&error_type=…&error_contains=…
-      &since=…&until=…&after=…&limit=…]``: one page of a group's letters, oldest first, and
-      ``next_after``, the cursor of the next page (null on the last); ``limit`` at most
+      &since=…&until=…&kept_through=…&after=…&limit=…]``: one page of a group's letters,
+      oldest first, ``next_after``, the cursor of the next page (null on the last), and
+      ``newest``, the id of the group's letter kept last (null without any): a task over
+      many pages (a redrive of all) passes it on as ``kept_through``, so that letters taken
+      in meanwhile, a redriven one dead again among them, are not in it. ``limit`` at most
       :data:`~shop.messaging.deadletters.MAX_PAGE`. Without ``group``, the first group's
       (``groups`` lists them all);
     - ``GET /internal/v1/dead-letters/{group}/{letter_id}``: one;
@@ -303,7 +316,8 @@ def dead_letter_routes(
       alone, then deleted here (409 for one kept truncated);
     - ``POST /internal/v1/dead-letters/{group}/{letter_id}/purge``: deleted, body and all;
     - ``POST /internal/v1/dead-letters/{group}/purge[?filters…&limit=…]``: the matching
-      letters deleted, at most ``limit``; ask again until ``count`` is 0.
+      letters deleted, at most ``limit``; ask again, with the ``kept_through`` it answered,
+      until ``count`` is 0 (letters taken in meanwhile were seen by no one: they stay).
 
     A purge answers what it deleted: ``purged`` (the ids) and ``count``.
     """
@@ -319,14 +333,17 @@ def dead_letter_routes(
         letters = group_of(query)
         limit = limit_of(query, default=MAX_PAGE, most=MAX_PAGE)
         after = query.get("after") or None
-        if after is not None and not (after.isdigit() and len(after) <= 18):
+        if after is not None and letter_key(after) is None:
             raise BadQuery(f"after={after[:40]!r} is not a cursor this listing gave (next_after)")
-        page = await letters.page(dead_letter_filter(query), after=after, limit=limit)
+        where = dead_letter_filter(query)
+        newest = await letters.store.newest(letters.group)
+        page = await letters.page(where, after=after, limit=limit)
         return {
             "group": letters.group,
             "groups": list(known),
             "dead_letters": [dead_letter_document(letter) for letter in page.letters],
             "next_after": page.next_after,
+            "newest": newest,
         }
 
     async def one(query: Mapping[str, str]) -> dict[str, Any]:
@@ -355,8 +372,14 @@ def dead_letter_routes(
     async def purge_matching(query: Mapping[str, str]) -> dict[str, Any]:
         letters = group_of(query)
         limit = limit_of(query, default=MAX_PAGE, most=MAX_PAGE)
-        removed = await letters.purge_ids(dead_letter_filter(query), most=limit)
-        return {"group": letters.group, "purged": removed, "count": len(removed)}
+        where = await letters.as_found_now(dead_letter_filter(query))
+        removed = [] if where is None else await letters.purge_ids(where, most=limit)
+        return {
+            "group": letters.group,
+            "purged": removed,
+            "count": len(removed),
+            "kept_through": None if where is None else where.kept_through,
+        }
 
     return [
         OperatorRoute("GET", DEAD_LETTERS_PATH, answering(listed)),

@@ -212,21 +212,53 @@ def _from_cursor(
     raise OpsError(f"the cursor {cursor!r} names no group this query reads")
 
 
+@dataclass(frozen=True, slots=True)
+class _GroupPage:
+    letters: list[DeadLetterEntry]
+    next_after: str | None
+    """The cursor of the group's next page there; None on its last."""
+    newest: str | None
+    """The id of the group's letter kept last when the page was read (None without any)."""
+
+
 async def _group_page(
     port: OperatorPort,
     consumer: ConsumerGroupOf,
     query: DeadLetterQuery,
     after: str | None,
     limit: int,
-) -> tuple[list[DeadLetterEntry], str | None]:
-    """One page of the group's worker (filtered there by type, error type and time, here
-    by text), and the cursor of its next page there."""
+    *,
+    kept_through: str | None = None,
+) -> _GroupPage:
+    """One page of the group's worker (filtered there by type, error type and time, and
+    to the letters kept through ``kept_through``; here by text)."""
     params = {"group": consumer.group, "limit": str(limit), **query.params}
     if after is not None:
         params["after"] = after
+    if kept_through is not None:
+        params["kept_through"] = kept_through
     answer = await port.get(DEAD_LETTERS_PATH, params)
     letters = [DeadLetterEntry.of(consumer.service, one) for one in answer["dead_letters"]]
-    return [x for x in letters if query.matches(x)], answer.get("next_after")
+    return _GroupPage(
+        [x for x in letters if query.matches(x)], answer.get("next_after"), answer.get("newest")
+    )
+
+
+async def _pages_as_found_now(
+    port: OperatorPort, consumer: ConsumerGroupOf, query: DeadLetterQuery
+) -> AsyncIterator[list[DeadLetterEntry]]:
+    """The group's matching letters, a page at a time, as they were kept when the first
+    page was read: a letter taken in meanwhile (a redriven one dead again) is not among
+    them, so that a task over all of them ends."""
+    page = await _group_page(port, consumer, query, None, MAX_PAGE)
+    bound = page.newest
+    while True:
+        yield page.letters
+        if page.next_after is None or bound is None:
+            return
+        page = await _group_page(
+            port, consumer, query, page.next_after, MAX_PAGE, kept_through=bound
+        )
 
 
 async def page_dead_letters(
@@ -248,12 +280,10 @@ async def page_dead_letters(
     while index < len(consumers):
         consumer = consumers[index]
         async with operator_port(settings, consumer.service) as port:
-            found, next_after = await _group_page(
-                port, consumer, query, after, limit - len(letters)
-            )
-        letters += found
-        if next_after is not None:
-            after = next_after
+            page = await _group_page(port, consumer, query, after, limit - len(letters))
+        letters += page.letters
+        if page.next_after is not None:
+            after = page.next_after
         else:
             index, after = index + 1, None
         if len(letters) >= limit:
@@ -371,10 +401,8 @@ async def redrive_dead_letters(
     first = True
     for consumer in _chosen(query):
         moved = 0
-        after: str | None = None
         async with operator_port(settings, consumer.service) as port:
-            while True:
-                letters, after = await _group_page(port, consumer, query, after, MAX_PAGE)
+            async for letters in _pages_as_found_now(port, consumer, query):
                 for letter in letters:
                     if letter.truncated:
                         continue
@@ -386,8 +414,6 @@ async def redrive_dead_letters(
                     except NotFoundThere:
                         continue
                     moved += 1
-                if after is None:
-                    break
         counts.append(GroupCount(consumer.service, consumer.group, moved))
     return counts
 
@@ -416,28 +442,28 @@ async def _purge_matching_there(
 ) -> list[str]:
     purged: list[str] = []
     path = f"{DEAD_LETTERS_PATH}/{quoted(consumer.group)}/purge"
+    params = {"limit": str(MAX_PAGE), **query.params}
     while True:
-        answer = await port.post(path, {"limit": str(MAX_PAGE), **query.params})
+        answer = await port.post(path, params)
         purged += [str(x) for x in answer["purged"]]
-        if int(answer["count"]) == 0:
+        if int(answer["count"]) == 0 or answer.get("kept_through") is None:
             return purged
+        # Only what was kept when the purge began: what arrives meanwhile no one saw.
+        params["kept_through"] = str(answer["kept_through"])
 
 
 async def _purge_matching_here(
     port: OperatorPort, consumer: ConsumerGroupOf, query: DeadLetterQuery
 ) -> list[str]:
     purged: list[str] = []
-    after: str | None = None
-    while True:
-        letters, after = await _group_page(port, consumer, query, after, MAX_PAGE)
+    async for letters in _pages_as_found_now(port, consumer, query):
         for letter in letters:
             try:
                 answer = await port.post(_letter_path(consumer.group, letter.id, "purge"))
             except NotFoundThere:
                 continue
             purged += [str(x) for x in answer["purged"]]
-        if after is None:
-            return purged
+    return purged
 
 
 def count(counts: Sequence[GroupCount]) -> int:
