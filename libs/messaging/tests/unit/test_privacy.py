@@ -13,7 +13,7 @@ from shop.messaging import headers as h
 from shop.messaging.deadletters import dead_letter_headers
 from shop.messaging.message import Delivery
 from shop.messaging.outcome import DeadLetter, Failure
-from shop.messaging.privacy import FORGOTTEN_EMAIL, mask_email, mask_emails
+from shop.messaging.privacy import FORGOTTEN_EMAIL, mask_email, mask_emails, names_address
 
 
 @pytest.mark.parametrize(
@@ -57,3 +57,18 @@ def test_a_dead_letter_keeps_the_reason_with_the_address_masked() -> None:
 def test_the_address_of_a_forgotten_customer_passes_the_contracts_check() -> None:
     # The events that still name a forgotten customer's order must stay valid.
     assert TypeAdapter(EmailAddress).validate_python(FORGOTTEN_EMAIL) == FORGOTTEN_EMAIL
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("to=AYU.LESTARI@EXAMPLE.COM; cc=budi@example.com", True),
+        ("<ayu.lestari@example.com>", True),
+        ('"ayu.lestari@example.com".', True),
+        ("ana.ayu.lestari@example.com", False),
+        ("ayu.lestari@example.com.au", False),
+        ("ayu.lestari@example.community", False),
+    ],
+)
+def test_an_address_is_named_only_whole(text: str, named: bool) -> None:
+    assert names_address(text, "ayu.lestari@example.com") is named

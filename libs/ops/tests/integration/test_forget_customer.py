@@ -18,10 +18,11 @@ import pytest
 
 from shop.contracts import OrderCreated, decode
 from shop.database import create_engine, session_factory
-from shop.messaging.deadletter_table import PostgresDeadLetterStore
-from shop.messaging.deadletters import StoredDeadLetter
+from shop.messaging.deadletter_table import ERASED_FOR_PRIVACY, PostgresDeadLetterStore
+from shop.messaging.deadletters import DeadLetters, StoredDeadLetter
 from shop.messaging.internal import FORGET_CUSTOMER_PATH
 from shop.messaging.privacy import FORGOTTEN_EMAIL
+from shop.messaging.transports.memory import MemoryTransport
 from shop.notification.adapters.sent_log import SqlSentLog
 from shop.notification.adapters.tables import ALL_METADATA as NOTIFICATION_METADATA
 from shop.notification.domain.kinds import NotificationKey, NotificationKind
@@ -269,6 +270,49 @@ async def assert_dead_letters_still_valid(url: str, order_ids: list[uuid.UUID]) 
     assert [(type(e), e.customer_email) for e in events] == [  # type: ignore[union-attr]
         (OrderCreated, FORGOTTEN_EMAIL) for _ in order_ids
     ]
+
+
+async def test_a_dead_letter_naming_them_that_is_no_contract_loses_its_body_and_its_redrive(
+    service_databases: dict[str, str], internal_apis: dict[str, str]
+) -> None:
+    placed = await seed(service_databases)
+    [order_id, _] = placed[AYU.email]
+    url = service_databases["notification-service"]
+    engine = create_engine(url)
+    try:
+        store = PostgresDeadLetterStore(session_factory(engine))
+        at = datetime.now(UTC)
+        unreadable = StoredDeadLetter(
+            id="",
+            group="notification-service",
+            source="shop-order-created",
+            message_type="order.created",
+            # A body a foreign producer sent: it names her, as no contract does.
+            body=f"to={AYU.email.upper()}; cc=budi@example.com".encode(),
+            headers={},
+            error_type="DecodeError",
+            error_message="not JSON",
+            attempts=1,
+            first_failure_at=at,
+            last_failure_at=at,
+            key=str(order_id),
+            transport_id="unreadable",
+        )
+        assert await store.keep([unreadable]) == 1
+        await forget_customer(reading(internal_apis), AYU.email)
+
+        [erased] = [
+            x
+            for x in await DeadLetters(
+                store, MemoryTransport().dead_letter_courier, "notification-service"
+            ).list()
+            if x.transport_id == "unreadable"
+        ]
+        assert erased.body == b""
+        assert erased.problems == (ERASED_FOR_PRIVACY,)
+        assert erased.truncated, "an erased body cannot be redriven"
+    finally:
+        await engine.dispose()
 
 
 async def test_forgetting_needs_the_operator_token(

@@ -24,12 +24,13 @@ from shop.messaging.deadletters import (
     StoredDeadLetter,
     letter_key,
 )
-from shop.messaging.privacy import forgotten_in_message
+from shop.messaging.privacy import forgotten_in_message, names_address
 from shop.messaging.schema import dead_letters
 
 ERASED_FOR_PRIVACY: Final = "its body was erased when its customer was forgotten"
 """The problem a letter is left with when its body named a forgotten customer and could
-not be rewritten (kept truncated, or not a contract): it can no longer be redriven."""
+not be rewritten (kept truncated, or not a contract): its body is gone, and it is kept as
+truncated, so that no redrive sends what is left."""
 
 
 def _text(text: str) -> str:
@@ -124,7 +125,12 @@ async def forget_in_dead_letters(session: AsyncSession, email: str, keys: Sequen
         return 0
     rows = (
         await session.execute(
-            select(dead_letters.c.id, dead_letters.c.body, dead_letters.c.problems)
+            select(
+                dead_letters.c.id,
+                dead_letters.c.body,
+                dead_letters.c.problems,
+                dead_letters.c.whole_body_size,
+            )
             .where(dead_letters.c.key.in_(list(keys)))
             .with_for_update()
         )
@@ -134,8 +140,13 @@ async def forget_in_dead_letters(session: AsyncSession, email: str, keys: Sequen
         body = forgotten_in_message(bytes(row.body), email)
         if body is not None:
             values: dict[str, Any] = {"body": body}
-        elif email.lower() in bytes(row.body).decode("utf-8", "replace").lower():
-            values = {"body": b"", "problems": [*row.problems, ERASED_FOR_PRIVACY]}
+        elif names_address(bytes(row.body).decode("utf-8", "replace"), email):
+            # Kept as cut to nothing: a letter kept truncated is never redriven.
+            values = {
+                "body": b"",
+                "whole_body_size": row.whole_body_size or len(row.body),
+                "problems": [*row.problems, ERASED_FOR_PRIVACY],
+            }
         else:
             continue
         await session.execute(

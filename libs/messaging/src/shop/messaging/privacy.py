@@ -41,6 +41,14 @@ def mask_emails(text: str) -> str:
     return _ADDRESS.sub(lambda found: mask_email(found.group(0)), text)
 
 
+def names_address(text: str, email: str) -> bool:
+    """Whether ``text`` names ``email`` (any case) as a whole address, whatever is around
+    it (``to=``, quotes, brackets): ``ana.ayu@x.com`` and ``ayu@x.com.au`` do not name
+    ``ayu@x.com``."""
+    whole = rf"(?<![\w.+-]){re.escape(email)}(?![\w-]|\.[\w-])"
+    return re.search(whole, text, flags=re.IGNORECASE) is not None
+
+
 def forgotten_in_message(body: bytes, email: str) -> bytes | None:
     """The message ``body`` (a contract's JSON envelope) with its customer forgotten, when
     its payload names ``email`` (any case): the address becomes :data:`FORGOTTEN_EMAIL`

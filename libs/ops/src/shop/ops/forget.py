@@ -12,7 +12,11 @@ shopping): they are forgotten in another round, the other services first. Each s
 changes only what still names the customer, so a second run changes nothing and says so.
 
 A dead letter naming the customer is rewritten as the outbox's messages are, so that it can
-still be redriven; one that cannot be read as a contract loses its body, and says so."""
+still be redriven; one that cannot be read as a contract loses its body, and says so. A
+message still on its way when the customer is forgotten (waiting out a retry, or on the
+broker's dead-letter topic or queue until its worker collects it) names them still when it
+lands: forget them again once the shop's retries have run out (a second run finds the
+orders by the ids it was given, not by the address, which no order names any more)."""
 
 from __future__ import annotations
 
