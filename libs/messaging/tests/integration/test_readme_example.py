@@ -52,7 +52,9 @@ async def test_the_readme_example_refuses_a_foreign_payment_and_dead_letters_an_
     async with running(worker):
         await publish(transport, wrap(foreign, key=str(foreign.order_id)))
         await publish(transport, wrap(empty, key=str(empty.order_id)))
-        await wait_until(lambda: len(broker.dead_letters[router.group]) == 1)
+        await wait_until(
+            lambda: len(broker.dead_letters[transport.naming.dead_letters(router.group)]) == 1
+        )
 
         async def refused() -> bool:
             async with sessions() as session:
@@ -66,6 +68,6 @@ async def test_the_readme_example_refuses_a_foreign_payment_and_dead_letters_an_
     assert refusal.type == "payment.failed"
     assert isinstance(refusal.payload, PaymentFailed)
     assert refusal.payload.order_id == foreign.order_id
-    [dead] = broker.dead_letters[router.group].values()
+    [dead] = broker.dead_letters[transport.naming.dead_letters(router.group)].values()
     assert (dead.error_type, dead.error_message) == ("PermanentError", "a payment of nothing")
     assert dead.attempts == 1

@@ -1,7 +1,6 @@
-"""The memory transport keeps namespaces apart as Kafka and SQS do (a topic, queue and dead
-letters of each namespace's own): two tests in one process, each in a namespace of its own,
-share the process's broker, and one consumer group's queue shared between them handed one
-test's messages to the other's consumer (whose event loop it was not even bound to)."""
+"""The memory transport keeps namespaces apart as Kafka and SQS do: each namespace has its
+own topics, consumer queues and dead letters on the one broker of a process, so that two
+shops (two tests) in one process never take each other's messages."""
 
 from __future__ import annotations
 

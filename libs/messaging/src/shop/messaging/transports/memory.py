@@ -116,7 +116,7 @@ class MemoryTransport:
     async def declare(self, pipeline: Pipeline) -> None:
         for subscriber in pipeline.router:
             self.broker.subscriptions[self.naming.topic(subscriber.contract)].add(
-                queue_of(self.naming, pipeline.group)
+                self.naming.queue(pipeline.group)
             )
 
     async def publish(self, messages: Sequence[OutgoingMessage]) -> None:
@@ -124,7 +124,7 @@ class MemoryTransport:
             self.broker.publish(message)
 
     def consumer(self, pipeline: Pipeline, options: ConsumerOptions) -> MemoryConsumer:
-        return MemoryConsumer(self.broker, pipeline, options, queue_of(self.naming, pipeline.group))
+        return MemoryConsumer(self.broker, pipeline, options, self.naming)
 
     @property
     def dead_letter_courier(self) -> MemoryDeadLetterCourier:
@@ -134,21 +134,17 @@ class MemoryTransport:
 # -- consumer -------------------------------------------------------------------------
 
 
-def queue_of(naming: Naming, group: str) -> str:
-    """A consumer's queue (and dead letters) on the broker: its group's, in the transport's
-    namespace, as a Kafka group's topics or an SQS queue are (the group itself without one)."""
-    return f"{naming.namespace}-{group}" if naming.namespace else group
-
-
 class MemoryConsumer(ConsumerLifecycle):
     def __init__(
-        self, broker: MemoryBroker, pipeline: Pipeline, options: ConsumerOptions, queue: str
+        self, broker: MemoryBroker, pipeline: Pipeline, options: ConsumerOptions, naming: Naming
     ) -> None:
         super().__init__()
         self._broker = broker
         self._pipeline = pipeline
         self._group = pipeline.group
-        self._queue = queue
+        # Its queue and dead letters by the names SQS gives them: each namespace's own.
+        self._queue = naming.queue(pipeline.group)
+        self._dead_letters = naming.dead_letters(pipeline.group)
         self._options = options
 
     async def run(self) -> None:
@@ -193,7 +189,7 @@ class MemoryConsumer(ConsumerLifecycle):
             return
         assert isinstance(outcome, DeadLetter)
         letter_id = self._broker.next_dead_letter_id()
-        self._broker.dead_letters[self._queue][letter_id] = read_dead_letter(
+        self._broker.dead_letters[self._dead_letters][letter_id] = read_dead_letter(
             letter_id,
             delivery.body,
             dead_letter_headers(self._group, delivery, outcome),
@@ -212,18 +208,21 @@ class MemoryDeadLetterCourier:
         self._naming = naming
 
     async def fetch(self, group: str, limit: int) -> list[Arrival]:
-        waiting = list(self._broker.dead_letters[queue_of(self._naming, group)].values())[:limit]
+        waiting = list(self._broker.dead_letters[self._naming.dead_letters(group)].values())
+        waiting = waiting[:limit]
         return [Arrival(letter, handle=letter.transport_id) for letter in waiting]
 
     async def fetched(self, group: str, arrivals: Sequence[Arrival]) -> None:
         for arrival in arrivals:
-            self._broker.dead_letters[queue_of(self._naming, group)].pop(str(arrival.handle), None)
+            self._broker.dead_letters[self._naming.dead_letters(group)].pop(
+                str(arrival.handle), None
+            )
 
     async def unfetched(self, group: str, arrivals: Sequence[Arrival]) -> None:
         return None  # they stay where they are until fetched
 
     async def redeliver(self, group: str, letter: StoredDeadLetter) -> None:
         self._broker.enqueue(
-            queue_of(self._naming, group),
+            self._naming.queue(group),
             _first_try(letter.body, letter.headers, letter.source, letter.key),
         )
