@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import event
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import InvalidatePoolError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -44,15 +44,17 @@ def _refuse_a_connection_the_server_closed(
 ) -> None:
     """A pooled connection whose server closed it while it waited in the pool (Postgres
     restarted, failed over, or an administrator ended it) is not handed out: the pool opens
-    a new one in its place (what ``DisconnectionError`` asks of it). Otherwise each dead
-    connection would fail one request after the database is back, however long after.
+    a new one in its place, and replaces those opened before it as they are next taken
+    (what ``InvalidatePoolError`` asks of it: one connection closed by the server says the
+    others opened with it may be too). Otherwise each dead connection would fail one
+    request after the database is back, however long after.
 
     The driver saw the server close the socket, so this asks it without a round trip, where
     SQLAlchemy's ``pool_pre_ping`` would add one to every checkout. A connection cut without
     a word (a network partition) is still found by the statement that meets it."""
     connection = record.driver_connection
     if connection is not None and connection.is_closed():
-        raise DisconnectionError("the database server closed this pooled connection")
+        raise InvalidatePoolError("the database server closed this pooled connection")
 
 
 def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
