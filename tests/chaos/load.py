@@ -151,6 +151,13 @@ class Load:
         self._expired: dict[uuid.UUID, asyncio.Future[None]] = {}
         self._launched = 0
         self._ended = False
+        self._held: tuple[int, asyncio.Event] | None = None
+
+    def hold_the_last(self, share: float, until: asyncio.Event) -> None:
+        """Keep the last ``share`` of the checkouts until ``until`` is set, then send them
+        (late ones at once): a blow that needs checkouts under way (the broker's freeze)
+        finds them however late the blows before it ran."""
+        self._held = (len(self.orders) - max(1, int(len(self.orders) * share)), until)
 
     async def run(self) -> None:
         async with httpx.AsyncClient(base_url=self.settings.order_api_url, timeout=20) as shop:
@@ -165,6 +172,8 @@ class Load:
                     await asyncio.sleep(
                         max(0.0, began + order.index / self.rate - time.monotonic())
                     )
+                    if self._held is not None and order.index >= self._held[0]:
+                        await self._held[1].wait()
                     customers.append(asyncio.create_task(self._customer(order, shop)))
                     self._launched += 1
                 everyone: asyncio.Future[list[None]] = asyncio.gather(*customers)

@@ -106,11 +106,11 @@ def schedule(kills: int, seed: int) -> list[str]:
     for position in range(len(blows) - 1, 0, -1):
         if position % 4 == 0:
             blows.insert(position, f"sigterm {chooser.choice(WORKER_KINDS)}")
-    # The freeze early: the blows before it run late (each waits for what it needs), and
-    # only checkouts add to the outbox while the broker is frozen, so it must land while
-    # they are still leaving (in the short run they leave for 50 s; half way landed after).
+    # The freeze early, with few blows before it (each waits for what it needs): only
+    # checkouts add to the outbox while the broker is frozen (the load keeps its last ones
+    # for then, Load.hold_the_last).
     blows.insert(len(blows) // 3, "freeze broker")
-    blows.insert(len(blows) // 4, "provider hangs")
+    blows.insert(len(blows) // 2, "provider hangs")
     blows.insert(len(blows) * 3 // 4, "restart postgres")
     blows.insert(len(blows) * 5 // 6, "provider drops a reply")
     return blows
@@ -138,6 +138,8 @@ class Monkey:
         self._busy: set[str] = set()
         """Replicas a blow is ending or starting again: no other blow or restart touches them."""
         self._tasks: list[asyncio.Task[None]] = []
+        self.broker_frozen = asyncio.Event()
+        """Set once the broker is frozen (the load's last checkouts wait for it)."""
 
     def _note(self, what: str, target: str, detail: str = "") -> None:
         self.log.blows.append(Blow(round(time.monotonic() - self.began, 1), what, target, detail))
@@ -287,14 +289,14 @@ class Monkey:
 
     async def _freeze(self) -> None:
         # Checkouts flow while the broker is frozen, or the outbox has nothing to hold: an
-        # order-api still starting again after an earlier blow (under load that took 30 s,
-        # and a freeze landed in it) is waited for first.
+        # order-api starting again after an earlier blow is waited for first.
         for replica in await self._idle("order-api"):
             await self.shop.wait_ready(replica)
         connection = await asyncpg.connect(self.order_database_url)
         try:
             self.log.backlog_before_freeze = await unsent(connection)
             self.shop.freeze_broker()
+            self.broker_frozen.set()
             frozen_at = time.monotonic()
             self._note("freeze broker", self.shop.transport, f"{self.freeze_seconds:g} s")
             try:

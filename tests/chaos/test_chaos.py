@@ -128,6 +128,7 @@ async def under_fire(
         seed=SEED,
     )
     blows = schedule(KILLS, SEED)
+    load.hold_the_last(0.1, monkey.broker_frozen)
 
     EMAIL_FAULTS.write(shop.mail_dir)
     began = time.monotonic()

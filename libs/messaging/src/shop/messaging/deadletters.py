@@ -61,8 +61,8 @@ class StoredDeadLetter:
     """Set when the message was too large to keep whole: ``body`` is then only a prefix,
     and this the size of the whole body (``x-dead-letter-body-sha256`` has its digest)."""
     transport_id: str = ""
-    """Its id on the broker that carried it (Kafka ``partition-offset``, SQS message id):
-    collecting it twice keeps it once."""
+    """Its id on the broker that carried it (Kafka ``partition-offset-timestamp``, SQS
+    message id): collecting it twice keeps it once."""
     problems: tuple[str, ...] = ()
     """What could not be read of its dead-letter keys (each a sentence): the letter is kept
     and shown all the same, with a stand-in for each field that was wrong."""
@@ -211,10 +211,10 @@ def _missing(problems: list[str], what: str) -> str:
     return "unknown"
 
 
+# The largest numbers the store's columns hold (an attempt count, a body's size): a
+# foreign header past them would fail the whole batch it came in, again at every look.
 _MOST_ATTEMPTS: Final = 2**31 - 1
 _LARGEST_SIZE: Final = 2**63 - 1
-"""The largest numbers the store's columns hold (an attempt count, a body's size): a
-foreign header past them would fail the whole batch it came in, again at every look."""
 
 
 def _whole(
