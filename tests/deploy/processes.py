@@ -65,6 +65,15 @@ class Process:
         return SETTINGS_OF[self.package]
 
     @property
+    def named_in_settings(self) -> str:
+        """What the entry point names its process to the service's settings, whose
+        production checks judge what that process uses: ``api``, ``worker``, or the
+        command-line app's command (``migrate``, ``seed``)."""
+        if self.role != "job":
+            return self.role
+        return self.command[3]
+
+    @property
     def port_setting(self) -> str:
         """The settings field of the port the process listens on: the API's, or the
         worker's health port."""

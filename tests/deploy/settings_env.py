@@ -122,10 +122,16 @@ def environment(env: Mapping[str, str]) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def load(settings: type[BaseSettings], env: Mapping[str, str]) -> BaseSettings:
-    """The settings a process given ``env`` would start with (raises as it would)."""
+def load(
+    settings: type[BaseSettings], env: Mapping[str, str], process: str | None = None
+) -> BaseSettings:
+    """The settings a process given ``env`` would start with (raises as it would): a
+    service's settings told which ``process`` reads them, as its entry point tells them."""
+    named = (
+        {"process": process} if process is not None and "process" in settings.model_fields else {}
+    )
     with environment(env):
-        return settings()
+        return settings(**named)
 
 
 def loopback_defaults(instance: BaseModel, env: Mapping[str, str], prefix: str) -> list[str]:

@@ -56,7 +56,8 @@ class Running:
     def settings(self) -> dict[type[BaseSettings], Any]:
         """Each settings class of the process, as it would start (raises as it would)."""
         env = self.plain_env
-        return {cls: load(cls, env) for cls in self.process.settings}
+        process = self.process.named_in_settings
+        return {cls: load(cls, env, process) for cls in self.process.settings}
 
     @property
     def listens(self) -> tuple[str, int]:

@@ -81,6 +81,11 @@ def settings_classes(process: Process | None) -> tuple[type[BaseSettings], ...]:
     return SHOPCTL_SETTINGS if process is None else process.settings
 
 
+def start(cls: type[BaseSettings], process: Process | None, env: dict[str, str]) -> BaseSettings:
+    """The settings ``process`` (None: shopctl) would start with, given ``env``."""
+    return load_settings(cls, env, None if process is None else process.named_in_settings)
+
+
 def is_one_shot(service: Model) -> bool:
     return service.get("restart") == "no"
 
@@ -187,7 +192,7 @@ def stop_problems(model: Model) -> list[str]:
         grace = _seconds(str(service.get("stop_grace_period", "10s")))
         env = environment(service)
         if process.role == "worker":
-            needed = messaging_of(load_settings(process.settings[0], env)).drain_timeout
+            needed = messaging_of(start(process.settings[0], process, env)).drain_timeout
         else:
             needed = keyword_constant(process.module, "timeout_graceful_shutdown")
         if grace <= needed:
@@ -343,7 +348,7 @@ def test_with_the_example_settings_every_process_starts_and_points_away_from_its
     for name, process, service in _services_of(variant):
         env = environment(service)
         for cls in settings_classes(process):
-            instance = load_settings(cls, env)
+            instance = start(cls, process, env)
             prefix = str(cls.model_config.get("env_prefix", ""))
             assert loopback_defaults(instance, env, prefix) == [], name
 
@@ -382,7 +387,7 @@ def worker_reach_problems(model: Model) -> list[str]:
         for worker, worker_process, worker_service in workers:
             assert worker_process is not None
             url = urlsplit(ops.worker_url(bus_of(worker_process).name))
-            listens = load_settings(worker_process.settings[0], environment(worker_service))
+            listens = start(worker_process.settings[0], worker_process, environment(worker_service))
             host = str(getattr(listens, worker_process.host_setting))
             port = int(getattr(listens, worker_process.port_setting))
             where = f"{name} asks {url.geturl()}"
@@ -443,6 +448,68 @@ def _secret_inputs(variant: Variant) -> set[str]:
     return inputs
 
 
+SECRETS_USED: dict[str, set[str]] = {
+    "order-migrate": {"SHOP_ORDER_DATABASE_URL"},
+    "order-seed": {"SHOP_ORDER_DATABASE_URL"},
+    "order-api": {"SHOP_ORDER_DATABASE_URL", "SHOP_ORDER_JWT_SECRET"},
+    "order-worker": {"SHOP_ORDER_DATABASE_URL", "SHOP_ORDER_OPERATOR_TOKEN"},
+    "payment-migrate": {"SHOP_PAYMENT_DATABASE_URL"},
+    "payment-api": {
+        "SHOP_PAYMENT_DATABASE_URL",
+        "SHOP_PAYMENT_WEBHOOK_SECRETS",
+        "SHOP_PAYMENT_MIDTRANS_SERVER_KEY",
+    },
+    "payment-worker": {
+        "SHOP_PAYMENT_DATABASE_URL",
+        "SHOP_PAYMENT_OPERATOR_TOKEN",
+        "SHOP_PAYMENT_MIDTRANS_SERVER_KEY",
+        "SHOP_PAYMENT_SHOP_GATEWAY_API_KEY",
+    },
+    "notification-migrate": {"SHOP_NOTIFICATION_DATABASE_URL"},
+    "notification-worker": {"SHOP_NOTIFICATION_DATABASE_URL", "SHOP_NOTIFICATION_OPERATOR_TOKEN"},
+}
+"""The secrets each service's process uses, as in Kubernetes (test_k8s_process_secrets);
+the bus's credentials besides, for the workers, the only ones on the bus."""
+
+
+def secret_problems(model: Model) -> list[str]:
+    problems = []
+    for name, process, service in shop_services(model):
+        if process is None or process.kind not in SECRETS_USED:
+            continue
+        given = {
+            variable
+            for cls in process.settings
+            for variable in secret_variables(cls)
+            if variable in environment(service)
+        }
+        on_the_bus = (
+            {v for v in given if "_MESSAGING__" in v} if process.role == "worker" else set()
+        )
+        problems += [
+            f"{name} gets {v}" for v in sorted(given - SECRETS_USED[process.kind] - on_the_bus)
+        ]
+    return problems
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+def test_each_process_gets_only_the_secrets_it_uses(variant: Variant) -> None:
+    assert secret_problems(model_of(variant)) == []
+
+
+def test_a_secret_given_to_a_process_that_does_not_use_it_is_caught() -> None:
+    model = copy.deepcopy(model_of(VARIANTS[0]))
+    model["services"]["order-migrate"]["environment"]["SHOP_ORDER_JWT_SECRET"] = "x" * 32
+    model["services"]["payment-api"]["environment"][
+        "SHOP_PAYMENT_MESSAGING__KAFKA__SASL_PASSWORD"
+    ] = "x"
+
+    assert secret_problems(model) == [
+        "order-migrate gets SHOP_ORDER_JWT_SECRET",
+        "payment-api gets SHOP_PAYMENT_MESSAGING__KAFKA__SASL_PASSWORD",
+    ]
+
+
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
 def test_in_production_the_example_secrets_are_refused(variant: Variant) -> None:
     services = _services_of(
@@ -452,7 +519,7 @@ def test_in_production_the_example_secrets_are_refused(variant: Variant) -> None
     for _, process, service in services:
         for cls in settings_classes(process):
             try:
-                load_settings(cls, environment(service))
+                start(cls, process, environment(service))
             except ValidationError:
                 refused.add(cls)
 
@@ -476,7 +543,7 @@ def test_in_production_with_real_secrets_only_a_plaintext_bus_is_refused(variant
     for name, process, service in services:
         for cls in settings_classes(process):
             try:
-                load_settings(cls, environment(service))
+                start(cls, process, environment(service))
             except ValidationError as error:
                 refused[name] = [str(e["msg"]) for e in error.errors()]
     if variant.name != "kafka":

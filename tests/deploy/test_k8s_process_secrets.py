@@ -1,18 +1,15 @@
 """Each process gets the secrets it uses and no other: a migration step only its
 database's, an API the keys of what it serves, a worker those of what it calls, the
-console its own. Where a service's production settings still demand a secret of a
-process that never uses it, the table below says so, and a test shows the settings
-demand it (once they do not, that test fails: drop the secret from the process)."""
+console its own; the bus login only the processes that connect to the bus. Each service's
+production settings judge only what the process that reads them uses, so none needs
+another's secret to start."""
 
 from __future__ import annotations
 
 import copy
 
-import pytest
-from pydantic import ValidationError
-
 from .manifests import Manifest, SecretKey
-from .shop_k8s import Running, shop_containers
+from .shop_k8s import Running, overlay_objects, shop_containers
 
 ORDER_DB = SecretKey("order-service-secrets", "database-url")
 PAYMENT_DB = SecretKey("payment-service-secrets", "database-url")
@@ -56,24 +53,13 @@ USES: dict[str, set[SecretKey]] = {
 
 OWNER_URLS = {ORDER_OWNER, PAYMENT_OWNER, NOTIFICATION_OWNER}
 
-SETTINGS_DEMAND: dict[str, set[SecretKey]] = {
-    "order-migrate": {OPERATOR_TOKEN, JWT},
-    "order-seed": {OPERATOR_TOKEN, JWT},
-    "order-api": {OPERATOR_TOKEN},
-    "order-worker": {JWT},
-    "payment-migrate": {OPERATOR_TOKEN, WEBHOOK_SECRETS, MIDTRANS_KEY, GATEWAY_KEY},
-    "payment-api": {OPERATOR_TOKEN, GATEWAY_KEY},
-    "payment-worker": {WEBHOOK_SECRETS},
-    "notification-migrate": {OPERATOR_TOKEN},
-}
-"""Secrets a process never uses but its service's production settings refuse to start
-without (every process of a service reads the same settings class)."""
-
 
 def _kafka_login(running: Running) -> set[SecretKey]:
-    """On Kafka, the service's bus login: the processes that connect use it (the console
-    too, for the lag); the migration steps get it because the services' settings judge
-    the bus of every process in production."""
+    """On Kafka, the service's bus login, for the processes that connect to the bus: the
+    workers (the APIs publish through the outbox, which the worker's relay sends) and the
+    console (for the lag). The migration and seed steps never touch it."""
+    if running.process.role != "worker" and running.container["name"] != "console":
+        return set()
     return {
         value
         for name, value in running.env.items()
@@ -86,7 +72,7 @@ def secret_problems(objects: list[Manifest]) -> list[str]:
     for running in shop_containers(objects):
         kind = running.container["name"]
         given = {value for value in running.env.values() if isinstance(value, SecretKey)}
-        allowed = USES[kind] | SETTINGS_DEMAND.get(kind, set()) | _kafka_login(running)
+        allowed = USES[kind] | _kafka_login(running)
         problems += [f"{running.name}: gets {key}" for key in sorted(given - allowed, key=str)]
     return problems
 
@@ -122,40 +108,20 @@ def test_a_secret_given_to_a_process_that_does_not_use_it_is_caught(
     )
 
 
-def _demanded(objects: list[Manifest]) -> list[tuple[Running, str]]:
-    return [
-        (running, name)
-        for running in shop_containers(objects)
-        for name, value in running.env.items()
-        if value in SETTINGS_DEMAND.get(running.container["name"], set())
-    ]
+def test_a_bus_login_given_to_a_process_that_does_not_connect_is_caught() -> None:
+    changed = copy.deepcopy(overlay_objects("prod"))
+    for running in shop_containers(changed):
+        if running.container["name"] == "payment-api":
+            running.container.setdefault("env", []).append(
+                {
+                    "name": "SHOP_PAYMENT_MESSAGING__KAFKA__SASL_PASSWORD",
+                    "valueFrom": {"secretKeyRef": {"name": "payment-service", "key": "password"}},
+                }
+            )
 
-
-def test_the_settings_still_demand_each_secret_a_process_gets_without_using_it(
-    objects: list[Manifest],
-) -> None:
-    demanded = _demanded(objects)
-    assert demanded
-    still_demanded = []
-    for running, variable in demanded:
-        env = {name: value for name, value in running.env.items() if name != variable}
-        try:
-            Running(running.workload, running.container, running.process, env).settings()
-        except ValidationError as refused:
-            still_demanded.append(variable in str(refused))
-        else:
-            still_demanded.append(False)
-
-    assert all(still_demanded), [
-        f"{running.name}: {variable} is no longer demanded: drop it from the process"
-        for (running, variable), demanded_now in zip(demanded, still_demanded, strict=True)
-        if not demanded_now
-    ]
-
-
-@pytest.mark.parametrize("kind", sorted(SETTINGS_DEMAND))
-def test_every_demanded_secret_names_a_process_kind_there_is(kind: str) -> None:
-    assert kind in USES
+    assert "payment-api/payment-api: gets SecretKey(name='payment-service', key='password')" in (
+        secret_problems(changed)
+    )
 
 
 def database_roles(objects: list[Manifest]) -> dict[str, str]:

@@ -110,21 +110,36 @@ def test_every_process_would_start_in_production(objects: list[Manifest]) -> Non
 
 
 @pytest.mark.parametrize(
-    ("variable", "problem"),
+    ("container", "variable", "problem"),
     [
-        ("SHOP_PAYMENT_MESSAGING__NAMESPACE", "NAMESPACE is empty"),
-        ("SHOP_PAYMENT_DATABASE_URL", "SHOP_PAYMENT_DATABASE_URL is left at the container"),
-        ("SHOP_PAYMENT_HOST", "SHOP_PAYMENT_HOST is left at the container"),
+        ("payment-worker", "SHOP_PAYMENT_MESSAGING__NAMESPACE", "NAMESPACE is empty"),
         (
+            "payment-worker",
+            "SHOP_PAYMENT_SHOP_GATEWAY_API_KEY",
+            "SHOP_PAYMENT_SHOP_GATEWAY_API_KEY must not be the development value",
+        ),
+        (
+            "payment-api",
+            "SHOP_PAYMENT_WEBHOOK_SECRETS",
+            "SHOP_PAYMENT_WEBHOOK_SECRETS[0] must not be the development value",
+        ),
+        (
+            "payment-api",
+            "SHOP_PAYMENT_DATABASE_URL",
+            "SHOP_PAYMENT_DATABASE_URL is left at the container",
+        ),
+        ("payment-api", "SHOP_PAYMENT_HOST", "SHOP_PAYMENT_HOST is left at the container"),
+        (
+            "payment-api",
             "SHOP_PAYMENT_WORKER_HEALTH_HOST",
             "SHOP_PAYMENT_WORKER_HEALTH_HOST is left at the container",
         ),
     ],
 )
 def test_a_setting_production_needs_and_lacks_is_caught(
-    objects: list[Manifest], variable: str, problem: str
+    objects: list[Manifest], container: str, variable: str, problem: str
 ) -> None:
-    running = next(r for r in shop_containers(objects) if r.name == "payment-api/payment-api")
+    running = next(r for r in shop_containers(objects) if r.name == f"{container}/{container}")
     lacking = Running(
         running.workload,
         running.container,

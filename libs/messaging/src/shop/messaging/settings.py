@@ -3,9 +3,9 @@ pydantic-settings class holds a :class:`MessagingSettings` and passes it in."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal, Self
+from typing import Any, Final, Literal, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 
@@ -48,6 +48,20 @@ def require_environment(data: Any, variable: str) -> Any:
     if isinstance(data, dict) and not data.get("environment"):
         raise ValueError(f"{variable} must be set: development, test or production")
     return data
+
+
+_Process = TypeVar("_Process", bound=str)
+_Part = TypeVar("_Part", bound=str)
+
+
+def used_by(uses: Mapping[_Process, Collection[_Part]], process: _Process | None) -> set[_Part]:
+    """The parts of a service's settings that ``process`` uses, by the service's table of
+    what each of its processes uses (``uses``): production judges only those, so that no
+    process is refused for a secret it never holds. A process that does not say which it
+    is (a test, a tool) is judged on what any of them uses, as strictly as the strictest."""
+    if process is None:
+        return {part for parts in uses.values() for part in parts}
+    return set(uses[process])
 
 
 KafkaSecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]

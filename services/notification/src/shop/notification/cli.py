@@ -13,7 +13,7 @@ app = typer.Typer(help="notification-service administration.", no_args_is_help=T
 @app.command("migrate")
 def migrate_command() -> None:
     """Bring the database schema up to date."""
-    migrate(NotificationSettings().database_url)
+    migrate(NotificationSettings(process="migrate").database_url)
     typer.echo("database migrated")
 
 

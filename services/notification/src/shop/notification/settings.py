@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from email.utils import parseaddr
-from typing import Any, Literal, Self
+from typing import Any, Final, Literal, Self
 
 from pydantic import BaseModel, Field, FilePath, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -14,8 +15,22 @@ from shop.database import DatabaseTimeouts
 from shop.messaging import MessagingSettings
 from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
 from shop.messaging.retention import LONGEST_REDELIVERY, RetentionSettings, at_least
-from shop.messaging.settings import Environment, require_environment, unfit_secret
+from shop.messaging.settings import Environment, require_environment, unfit_secret, used_by
 from shop.messaging.tracing import TracingSettings
+
+NotificationProcess = Literal["worker", "migrate"]
+"""notification-service's processes: each entry point names its own to its settings."""
+NotificationPart = Literal["bus", "operator_token", "sending"]
+"""What production judges of the settings, part by part."""
+
+USES: Final[Mapping[NotificationProcess, frozenset[NotificationPart]]] = {
+    # Consumes on the bus and sends the e-mails; its internal API takes the operator's token.
+    "worker": frozenset({"bus", "operator_token", "sending"}),
+    # The database only.
+    "migrate": frozenset(),
+}
+"""What each process uses, and so what production judges when it starts: a process is
+never refused, nor handed, a secret it does not use."""
 
 
 class SmtpSettings(BaseModel):
@@ -106,6 +121,10 @@ class NotificationSettings(BaseSettings):
 
     environment: Environment
     """No default: every process says where it runs (``SHOP_NOTIFICATION_ENVIRONMENT``)."""
+    process: NotificationProcess | None = None
+    """Which process reads these settings, named by its entry point (``NotificationSettings(
+    process="worker")``, which wins over any variable): production judges only what it
+    uses (:data:`USES`). Unnamed (a test, a tool), what any process uses."""
     database_url: str = "postgresql://postgres@127.0.0.1:5432/notification"
     smtp: SmtpSettings = Field(default_factory=SmtpSettings)
     faults: FaultSettings = Field(default_factory=FaultSettings)
@@ -161,16 +180,23 @@ class NotificationSettings(BaseSettings):
 
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:
-        """Refuse, at start-up, the development defaults that must not be deployed."""
+        """Refuse, at start-up, the development defaults that must not be deployed, in the
+        parts of the settings this process uses."""
         if self.environment != "production":
             return self
-        problems = self.messaging.unfit_for_production("SHOP_NOTIFICATION_MESSAGING__")
-        weak_operator_token = unfit_secret(
-            "SHOP_NOTIFICATION_OPERATOR_TOKEN", self.operator_token, {DEVELOPMENT_OPERATOR_TOKEN}
-        )
-        if weak_operator_token:
-            problems.append(weak_operator_token)
-        if self.faults.enabled:
+        used = used_by(USES, self.process)
+        problems = []
+        if "bus" in used:
+            problems += self.messaging.unfit_for_production("SHOP_NOTIFICATION_MESSAGING__")
+        if "operator_token" in used:
+            weak_operator_token = unfit_secret(
+                "SHOP_NOTIFICATION_OPERATOR_TOKEN",
+                self.operator_token,
+                {DEVELOPMENT_OPERATOR_TOKEN},
+            )
+            if weak_operator_token:
+                problems.append(weak_operator_token)
+        if "sending" in used and self.faults.enabled:
             problems.append("fault injection (SHOP_NOTIFICATION_FAULTS__ENABLED) is for demos")
         if problems:
             raise ValueError("; ".join(problems))

@@ -9,7 +9,7 @@ from shop.notification.settings import NotificationSettings
 
 
 def main() -> None:
-    asyncio.run(build_worker(NotificationSettings()).run())
+    asyncio.run(build_worker(NotificationSettings(process="worker")).run())
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ app = typer.Typer(help="order-service administration.", no_args_is_help=True)
 @app.command("migrate")
 def migrate_command() -> None:
     """Bring the database schema up to date."""
-    migrate(OrderSettings().database_url)
+    migrate(OrderSettings(process="migrate").database_url)
     typer.echo("database migrated")
 
 
@@ -26,7 +26,7 @@ def seed_command() -> None:
     """Add the development catalogue (a dozen products) where missing."""
 
     async def seed() -> int:
-        settings = OrderSettings()
+        settings = OrderSettings(process="seed")
         engine = create_engine(
             settings.database_url, pool_size=1, timeouts=settings.database_timeouts
         )

@@ -3,8 +3,9 @@ e.g. ``SHOP_ORDER_MESSAGING__TRANSPORT=kafka``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any, Self
+from typing import Any, Final, Literal, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -13,10 +14,27 @@ from shop.database import DatabaseTimeouts
 from shop.messaging import MessagingSettings, RelaySettings
 from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
 from shop.messaging.retention import InboxRetentionSettings, at_least
-from shop.messaging.settings import Environment, require_environment, unfit_secret
+from shop.messaging.settings import Environment, require_environment, unfit_secret, used_by
 from shop.messaging.tracing import TracingSettings
 
 DEVELOPMENT_JWT_SECRET = "development-only-secret-do-not-deploy"
+
+OrderProcess = Literal["api", "worker", "migrate", "seed"]
+"""order-service's processes: each entry point names its own to its settings."""
+OrderPart = Literal["bus", "operator_token", "customer_tokens"]
+"""What production judges of the settings, part by part."""
+
+USES: Final[Mapping[OrderProcess, frozenset[OrderPart]]] = {
+    # Checks the customers' tokens; publishes through the outbox, which the worker sends.
+    "api": frozenset({"customer_tokens"}),
+    # Consumes and relays on the bus; its internal API takes the operator's token.
+    "worker": frozenset({"bus", "operator_token"}),
+    # The database only.
+    "migrate": frozenset(),
+    "seed": frozenset(),
+}
+"""What each process uses, and so what production judges when it starts: a process is
+never refused, nor handed, a secret it does not use."""
 
 
 class OrderRetentionSettings(InboxRetentionSettings):
@@ -52,6 +70,10 @@ class OrderSettings(BaseSettings):
 
     environment: Environment
     """No default: every process says where it runs (``SHOP_ORDER_ENVIRONMENT``)."""
+    process: OrderProcess | None = None
+    """Which process reads these settings, named by its entry point (``OrderSettings(
+    process="api")``, which wins over any variable): production judges only what it uses
+    (:data:`USES`). Unnamed (a test, a tool), what any process uses."""
     database_url: str = "postgresql://postgres@127.0.0.1:5432/order"
     jwt_secret: SecretStr = SecretStr(DEVELOPMENT_JWT_SECRET)
     """HS256 key of the customers' bearer tokens."""
@@ -98,15 +120,28 @@ class OrderSettings(BaseSettings):
 
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:
-        """Refuse, at start-up, the development defaults that must not be deployed."""
+        """Refuse, at start-up, the development defaults that must not be deployed, in the
+        parts of the settings this process uses."""
         if self.environment != "production":
             return self
-        problems = self.messaging.unfit_for_production("SHOP_ORDER_MESSAGING__")
-        weak_operator_token = unfit_secret(
-            "SHOP_ORDER_OPERATOR_TOKEN", self.operator_token, {DEVELOPMENT_OPERATOR_TOKEN}
-        )
-        if weak_operator_token:
-            problems.append(weak_operator_token)
+        used = used_by(USES, self.process)
+        problems = []
+        if "bus" in used:
+            problems += self.messaging.unfit_for_production("SHOP_ORDER_MESSAGING__")
+        if "operator_token" in used:
+            weak_operator_token = unfit_secret(
+                "SHOP_ORDER_OPERATOR_TOKEN", self.operator_token, {DEVELOPMENT_OPERATOR_TOKEN}
+            )
+            if weak_operator_token:
+                problems.append(weak_operator_token)
+        if "customer_tokens" in used:
+            problems += self._customer_token_problems()
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def _customer_token_problems(self) -> list[str]:
+        problems = []
         weak = unfit_secret("SHOP_ORDER_JWT_SECRET", self.jwt_secret, {DEVELOPMENT_JWT_SECRET})
         if weak:
             problems.append(weak)
@@ -114,6 +149,4 @@ class OrderSettings(BaseSettings):
             problems.append("SHOP_ORDER_JWT_ISSUER must be set in production")
         if not self.jwt_audience:
             problems.append("SHOP_ORDER_JWT_AUDIENCE must be set in production")
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
+        return problems

@@ -9,7 +9,7 @@ from shop.order.settings import OrderSettings
 
 
 def main() -> None:
-    asyncio.run(build_worker(OrderSettings()).run())
+    asyncio.run(build_worker(OrderSettings(process="worker")).run())
 
 
 if __name__ == "__main__":

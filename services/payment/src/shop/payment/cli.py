@@ -13,7 +13,7 @@ app = typer.Typer(help="payment-service administration.", no_args_is_help=True)
 @app.command("migrate")
 def migrate_command() -> None:
     """Bring the database schema up to date."""
-    migrate(PaymentSettings().database_url)
+    migrate(PaymentSettings(process="migrate").database_url)
     typer.echo("database migrated")
 
 

@@ -3,6 +3,7 @@ e.g. ``SHOP_PAYMENT_MESSAGING__TRANSPORT=kafka``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Final, Literal, Self
 from urllib.parse import urlsplit
@@ -14,7 +15,7 @@ from shop.database import DatabaseTimeouts
 from shop.messaging import MessagingSettings, RelaySettings
 from shop.messaging.internal import DEVELOPMENT_OPERATOR_TOKEN
 from shop.messaging.retention import InboxRetentionSettings, at_least
-from shop.messaging.settings import Environment, require_environment, unfit_secret
+from shop.messaging.settings import Environment, require_environment, unfit_secret, used_by
 from shop.messaging.tracing import TracingSettings
 
 DEVELOPMENT_WEBHOOK_SECRET = "whsec_development-only-do-not-deploy"
@@ -28,6 +29,26 @@ Gateway = Literal["shop", "midtrans"]
 """A payment gateway whose notifications the service takes: ``shop`` (the shop's own
 webhook format) or ``midtrans``."""
 GATEWAYS: Final[tuple[Gateway, ...]] = ("shop", "midtrans")
+
+PaymentProcess = Literal["api", "worker", "migrate"]
+"""payment-service's processes: each entry point names its own to its settings."""
+PaymentPart = Literal["bus", "operator_token", "gateways", "webhooks", "gateway_apis"]
+"""What production judges of the settings, part by part: ``webhooks`` the keys the
+gateways' notifications are checked with, ``gateway_apis`` those the gateways' APIs are
+called with."""
+
+USES: Final[Mapping[PaymentProcess, frozenset[PaymentPart]]] = {
+    # Takes the gateways' notifications, checking their signatures; publishes through the
+    # outbox, which the worker sends.
+    "api": frozenset({"gateways", "webhooks"}),
+    # Consumes and relays on the bus; calls the gateways' status and refund APIs; its
+    # internal API takes the operator's token.
+    "worker": frozenset({"bus", "operator_token", "gateways", "gateway_apis"}),
+    # The database only.
+    "migrate": frozenset(),
+}
+"""What each process uses, and so what production judges when it starts: a process is
+never refused, nor handed, a secret it does not use."""
 
 
 class PaymentRetentionSettings(InboxRetentionSettings):
@@ -57,6 +78,10 @@ class PaymentSettings(BaseSettings):
 
     environment: Environment
     """No default: every process says where it runs (``SHOP_PAYMENT_ENVIRONMENT``)."""
+    process: PaymentProcess | None = None
+    """Which process reads these settings, named by its entry point (``PaymentSettings(
+    process="api")``, which wins over any variable): production judges only what it uses
+    (:data:`USES`). Unnamed (a test, a tool), what any process uses."""
     database_url: str = "postgresql://postgres@127.0.0.1:5432/payment"
     gateways: list[Gateway] = Field(default_factory=lambda: list(GATEWAYS), min_length=1)
     """The gateways this shop takes payments through (a JSON list): only their webhook
@@ -149,56 +174,79 @@ class PaymentSettings(BaseSettings):
 
     @model_validator(mode="after")
     def fit_for_production(self) -> Self:
-        """Refuse, at start-up, the development defaults that must not be deployed; a
-        gateway that is off needs none of its settings."""
+        """Refuse, at start-up, the development defaults that must not be deployed, in the
+        parts of the settings this process uses; a gateway that is off needs none of its
+        settings."""
         if self.environment != "production":
             return self
-        problems = self.messaging.unfit_for_production("SHOP_PAYMENT_MESSAGING__")
-        weak_operator_token = unfit_secret(
-            "SHOP_PAYMENT_OPERATOR_TOKEN", self.operator_token, {DEVELOPMENT_OPERATOR_TOKEN}
-        )
-        if weak_operator_token:
-            problems.append(weak_operator_token)
-        if "gateways" not in self.model_fields_set:
+        used = used_by(USES, self.process)
+        problems = []
+        if "bus" in used:
+            problems += self.messaging.unfit_for_production("SHOP_PAYMENT_MESSAGING__")
+        if "operator_token" in used:
+            weak_operator_token = unfit_secret(
+                "SHOP_PAYMENT_OPERATOR_TOKEN", self.operator_token, {DEVELOPMENT_OPERATOR_TOKEN}
+            )
+            if weak_operator_token:
+                problems.append(weak_operator_token)
+        if "gateways" in used and "gateways" not in self.model_fields_set:
             problems.append(
                 'SHOP_PAYMENT_GATEWAYS must be set in production (a JSON list: "shop", "midtrans")'
             )
-        if "shop" in self.gateways:
-            problems += self._shop_format_problems()
-        if "midtrans" in self.gateways:
-            problems += self._midtrans_problems()
+        if "webhooks" in used:
+            problems += self._webhook_problems()
+        if "gateway_apis" in used:
+            problems += self._gateway_api_problems()
         if problems:
-            raise ValueError("; ".join(problems))
+            # Midtrans' server key serves both its notifications and its API: named once.
+            raise ValueError("; ".join(dict.fromkeys(problems)))
         return self
 
-    def _shop_format_problems(self) -> list[str]:
-        # Each entry by its place in the list: the refusal shows which, never what.
-        found = [
-            unfit_secret(f"SHOP_PAYMENT_WEBHOOK_SECRETS[{i}]", secret, {DEVELOPMENT_WEBHOOK_SECRET})
-            for i, secret in enumerate(self.webhook_secrets)
-        ]
-        found.append(
-            unfit_secret(
-                "SHOP_PAYMENT_SHOP_GATEWAY_API_KEY",
-                self.shop_gateway_api_key,
-                {DEVELOPMENT_SHOP_GATEWAY_API_KEY},
-            )
-        )
-        return [problem for problem in found if problem]
-
-    def _midtrans_problems(self) -> list[str]:
+    def _webhook_problems(self) -> list[str]:
         problems = []
+        if "shop" in self.gateways:
+            # Each entry by its place in the list: the refusal shows which, never what.
+            problems += [
+                unfit_secret(
+                    f"SHOP_PAYMENT_WEBHOOK_SECRETS[{i}]", secret, {DEVELOPMENT_WEBHOOK_SECRET}
+                )
+                for i, secret in enumerate(self.webhook_secrets)
+            ]
+        if "midtrans" in self.gateways:
+            problems.append(self._midtrans_key_problem())
+        return [problem for problem in problems if problem]
+
+    def _gateway_api_problems(self) -> list[str]:
+        problems = []
+        if "shop" in self.gateways:
+            problems.append(
+                unfit_secret(
+                    "SHOP_PAYMENT_SHOP_GATEWAY_API_KEY",
+                    self.shop_gateway_api_key,
+                    {DEVELOPMENT_SHOP_GATEWAY_API_KEY},
+                )
+            )
+        if "midtrans" in self.gateways:
+            problems.append(self._midtrans_key_problem())
+            problems += self._midtrans_api_problems()
+        return [problem for problem in problems if problem]
+
+    def _midtrans_key_problem(self) -> str | None:
         key = self.midtrans_server_key
         weak = unfit_secret(
             "SHOP_PAYMENT_MIDTRANS_SERVER_KEY", key, {DEVELOPMENT_MIDTRANS_SERVER_KEY}
         )
         if weak:
-            problems.append(weak)
-        elif key.get_secret_value().startswith(MIDTRANS_SANDBOX_KEY_PREFIX):
-            problems.append(
+            return weak
+        if key.get_secret_value().startswith(MIDTRANS_SANDBOX_KEY_PREFIX):
+            return (
                 f"SHOP_PAYMENT_MIDTRANS_SERVER_KEY is a sandbox key "
                 f"({MIDTRANS_SANDBOX_KEY_PREFIX}…): production takes the production key"
             )
+        return None
+
+    def _midtrans_api_problems(self) -> list[str]:
+        problems = []
         url = urlsplit(self.midtrans_api_url)
         if url.scheme != "https":
             problems.append("SHOP_PAYMENT_MIDTRANS_API_URL must be an https:// URL")

@@ -9,7 +9,7 @@ from shop.payment.settings import PaymentSettings
 
 
 def main() -> None:
-    asyncio.run(build_worker(PaymentSettings()).run())
+    asyncio.run(build_worker(PaymentSettings(process="worker")).run())
 
 
 if __name__ == "__main__":

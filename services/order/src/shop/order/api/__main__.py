@@ -11,7 +11,7 @@ from shop.order.settings import OrderSettings
 
 
 def main() -> None:
-    settings = OrderSettings()
+    settings = OrderSettings(process="api")
     app = build_app(settings)
     # Everything loaded so far lives as long as the process: out of the collector's sight,
     # a full collection no longer walks it, which took tens of milliseconds off the

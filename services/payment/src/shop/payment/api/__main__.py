@@ -9,7 +9,7 @@ from shop.payment.settings import PaymentSettings
 
 
 def main() -> None:
-    settings = PaymentSettings()
+    settings = PaymentSettings(process="api")
     uvicorn.run(
         build_app(settings),
         host=settings.host,
