@@ -176,7 +176,7 @@ async def test_a_customer_is_listed_and_forgotten_with_the_address_in_the_body_n
     assert listed.json() == {"order_ids": [placed["id"]]}
     assert forgotten.status_code == 200, forgotten.text
     assert forgotten.json() == {
-        "changed": {"orders": 1, "outbox_messages": 1, "idempotency_keys": 1},
+        "changed": {"orders": 1, "outbox_messages": 1, "idempotency_keys": 1, "dead_letters": 0},
         "remaining_order_ids": [],
     }
     assert in_the_url.status_code == 400, in_the_url.text

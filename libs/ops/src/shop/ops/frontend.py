@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from shop.ops.errors import OpsError
-from shop.ops.http import TIMEOUT, reaching
+from shop.ops.http import TIMEOUT, asked_again_when_busy, reaching
 from shop.ops.settings import ORDER_SERVICE, OpsSettings
 from shop.ops.tokens import customer_token
 
@@ -97,15 +97,18 @@ async def place_order(
     idempotency_key: str | None = None,
 ) -> PlacedOrder:
     """``POST /v1/orders`` as a frontend sends it; raises :class:`CheckoutRefused` on a
-    refusal (out of stock, unknown sku, …)."""
+    refusal (out of stock, unknown sku, …). Sent again with the same Idempotency-Key, so
+    placing one order, when the API says to (a 503) or the connection drops under it (a
+    keep-alive connection the server had just closed)."""
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Idempotency-Key": idempotency_key or str(uuid.uuid4()),
+    }
+    items = {"items": [{"sku": line.sku, "quantity": line.quantity} for line in lines]}
     with reaching(ORDER_SERVICE, settings.order_api_url):
-        response = await client.post(
-            "/v1/orders",
-            json={"items": [{"sku": line.sku, "quantity": line.quantity} for line in lines]},
-            headers={
-                "Authorization": f"Bearer {token}",
-                "Idempotency-Key": idempotency_key or str(uuid.uuid4()),
-            },
+        response = await asked_again_when_busy(
+            lambda: client.post("/v1/orders", json=items, headers=headers),
+            also_when=(httpx.ReadError, httpx.RemoteProtocolError),
         )
     if response.status_code not in {200, 201}:
         raise CheckoutRefused(response.status_code, *_problem(response))

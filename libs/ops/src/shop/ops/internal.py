@@ -13,7 +13,7 @@ from urllib.parse import quote
 import httpx
 
 from shop.ops.errors import OpsError
-from shop.ops.http import TIMEOUT, reaching
+from shop.ops.http import TIMEOUT, asked_again_when_busy, reaching
 from shop.ops.settings import OpsSettings
 
 MAX_IDS: Final = 200
@@ -69,9 +69,15 @@ class OperatorPort:
         *,
         body: Mapping[str, str] | None = None,
     ) -> httpx.Response:
-        """The reply as it came, for a caller that reads other statuses itself."""
+        """The reply as it came, for a caller that reads other statuses itself. A read the
+        worker answers 503 (its database away or too slow a moment) is asked again, a few
+        times; a change is not, as it may have been made before the answer failed."""
         with reaching(f"{self.service}'s worker", self.url):
-            return await self.client.request(method, path, params=params, json=body)
+            if method != "GET":
+                return await self.client.request(method, path, params=params, json=body)
+            return await asked_again_when_busy(
+                lambda: self.client.request(method, path, params=params, json=body)
+            )
 
     def refusal(self, reply: httpx.Response) -> OpsError:
         detail = _detail(reply)
