@@ -190,8 +190,19 @@ async def test_a_purge_leaves_no_row_of_a_letter_and_names_each_one_it_deleted(
 
     assert one.json() == {"group": GROUP, "purged": [kept["0-0"]], "count": 1}
     assert again.status_code == 404
-    assert matching.json() == {"group": GROUP, "purged": [kept["0-1"], kept["0-2"]], "count": 2}
-    assert nothing_left.json() == {"group": GROUP, "purged": [], "count": 0}
+    newest = kept["0-3"]  # the bound each purge took: what was kept when it began
+    assert matching.json() == {
+        "group": GROUP,
+        "purged": [kept["0-1"], kept["0-2"]],
+        "count": 2,
+        "kept_through": newest,
+    }
+    assert nothing_left.json() == {
+        "group": GROUP,
+        "purged": [],
+        "count": 0,
+        "kept_through": newest,
+    }
     async with sessions() as session:
         left = (await session.execute(select(dead_letters.c.transport_id))).scalars().all()
         bodies = await session.execute(
