@@ -42,9 +42,9 @@ DEMOS = {"kafka": Demo(100, None), "sqs": Demo(100, 0.3)}
 """``shopctl demo``'s traffic on each bus: 100 orders at once, whose payments must open and
 be paid within the stack's 60 s payment window (with 200, the last ones' payments opened
 later than that on a busy two-core machine, and those orders expired). On SQS the provider
-is slow and fails 30 % of sends; the stacks retry e-mails 20 times sooner (:data:`SCALED_RETRIES`), so that a send
-failing six times in a row still ends well within the demo's wait, as it would within
-minutes at full scale."""
+is slow and fails 30 % of sends; the stacks retry e-mails 20 times sooner
+(:data:`SCALED_RETRIES`), so that a send failing six times in a row still ends well within
+the demo's wait, as it would within minutes at full scale."""
 SCALED_RETRIES = {"SHOP_NOTIFICATION_MESSAGING__TIME_SCALE": "0.05"}
 """Environment of the stacks the story runs on: e-mail retries 20 times sooner (2 s becomes
 0.1 s)."""
