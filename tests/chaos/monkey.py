@@ -87,9 +87,8 @@ class ChaosLog:
 def schedule(kills: int, seed: int) -> list[str]:
     """The blows of a run, in order: ``kills`` SIGKILLs that reach every kind (each worker
     kind, the leading relay of each service that sends, each API mid-request) before any
-    repeats, a SIGTERM after every fourth kill, one broker freeze a third of the way, one
-    Postgres restart, the provider hanging on a message, and dropping the line after taking
-    one."""
+    repeats, a SIGTERM after every fourth kill, one broker freeze half way, one Postgres
+    restart, the provider hanging on a message, and dropping the line after taking one."""
     chooser = random.Random(seed)
     kinds = [
         *(f"kill -9 {kind}" for kind in WORKER_KINDS),
@@ -106,11 +105,10 @@ def schedule(kills: int, seed: int) -> list[str]:
     for position in range(len(blows) - 1, 0, -1):
         if position % 4 == 0:
             blows.insert(position, f"sigterm {chooser.choice(WORKER_KINDS)}")
-    # The freeze early, with few blows before it (each waits for what it needs): only
-    # checkouts add to the outbox while the broker is frozen (the load keeps its last ones
-    # for then, Load.hold_the_last).
-    blows.insert(len(blows) // 3, "freeze broker")
-    blows.insert(len(blows) // 2, "provider hangs")
+    # Only checkouts add to the outbox while the broker is frozen: the load keeps its last
+    # ones for the freeze (Load.hold_the_last), however late the blows before it run.
+    blows.insert(len(blows) // 2, "freeze broker")
+    blows.insert(len(blows) // 4, "provider hangs")
     blows.insert(len(blows) * 3 // 4, "restart postgres")
     blows.insert(len(blows) * 5 // 6, "provider drops a reply")
     return blows
