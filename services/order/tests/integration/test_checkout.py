@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import cast
 
 import asyncpg
 import httpx
 from sqlalchemy import func, select, text
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from shop.contracts import decode
 from shop.database import create_engine
@@ -155,64 +156,65 @@ _WAITING_ON_A_LOCK = text(
 )
 
 
+@asynccontextmanager
+async def on_one_connection(
+    settings: OrderSettings,
+) -> AsyncIterator[tuple[AsyncEngine, httpx.AsyncClient]]:
+    """order-api on an engine of one pooled connection, so that the checkout after a loss
+    meets the same pool slot; its engine and a client of it."""
+    engine = create_engine(settings.database_url, pool_size=1)
+    transport = httpx.ASGITransport(app=create_app(settings, postgres_stores(engine)))
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://order.test") as client:
+            yield engine, client
+    finally:
+        await engine.dispose()
+
+
 async def test_a_connection_lost_mid_checkout_is_a_503_and_the_next_checkout_gets_a_new_one(
     order_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession], auth: dict[str, str]
 ) -> None:
-    # One pooled connection, so the checkout after the loss meets the same pool slot.
-    engine = create_engine(order_settings.database_url, pool_size=1)
-    app = create_app(order_settings, postgres_stores(engine))
-    transport = httpx.ASGITransport(app=app)
-    try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://order.test") as client:
-            body = checkout_body(("SERUM-NIA-30", 1))
-            assert (await place(client, auth, body)).status_code == 201
-            async with sessions() as holder, holder.begin():
-                # The product held, so that the checkout is under way (waiting for it) when
-                # its connection is cut, as a database restart or failover cuts it.
-                await holder.execute(
-                    select(products.c.sku).where(products.c.sku == "SERUM-NIA-30").with_for_update()
-                )
-                checkout = asyncio.create_task(place(client, auth, body, key="retried-after-loss"))
+    async with on_one_connection(order_settings) as (_, client):
+        body = checkout_body(("SERUM-NIA-30", 1))
+        assert (await place(client, auth, body)).status_code == 201
+        async with sessions() as holder, holder.begin():
+            # The product held, so that the checkout is under way (waiting for it) when its
+            # connection is cut, as a database restart or failover cuts it.
+            await holder.execute(
+                select(products.c.sku).where(products.c.sku == "SERUM-NIA-30").with_for_update()
+            )
+            checkout = asyncio.create_task(place(client, auth, body, key="retried-after-loss"))
 
-                async def waiting() -> bool:
-                    return bool((await holder.execute(_WAITING_ON_A_LOCK)).scalar())
+            async def waiting() -> bool:
+                return bool((await holder.execute(_WAITING_ON_A_LOCK)).scalar())
 
-                await eventually(waiting, within=5, what="the checkout waiting for the product")
-                await holder.execute(_TERMINATE_OTHERS)
-            lost = await checkout
-            assert lost.status_code == 503, lost.text
-            assert lost.headers["content-type"] == "application/problem+json"
-            assert lost.headers["retry-after"] == "1"
-            again = await place(client, auth, body, key="retried-after-loss")
-            assert again.status_code == 201, again.text
-    finally:
-        await engine.dispose()
+            await eventually(waiting, within=5, what="the checkout waiting for the product")
+            await holder.execute(_TERMINATE_OTHERS)
+        lost = await checkout
+        assert lost.status_code == 503, lost.text
+        assert lost.headers["content-type"] == "application/problem+json"
+        assert lost.headers["retry-after"] == "1"
+        again = await place(client, auth, body, key="retried-after-loss")
+        assert again.status_code == 201, again.text
 
 
 async def test_a_connection_the_database_closed_between_checkouts_is_replaced_without_a_503(
     order_settings: OrderSettings, sessions: async_sessionmaker[AsyncSession], auth: dict[str, str]
 ) -> None:
-    engine = create_engine(order_settings.database_url, pool_size=1)
-    app = create_app(order_settings, postgres_stores(engine))
-    transport = httpx.ASGITransport(app=app)
-    try:
-        async with httpx.AsyncClient(transport=transport, base_url="http://order.test") as client:
-            body = checkout_body(("SERUM-NIA-30", 1))
-            assert (await place(client, auth, body)).status_code == 201
-            async with engine.connect() as pooled:
-                raw = await pooled.get_raw_connection()
-                driver = raw.driver_connection
-            async with sessions() as session, session.begin():
-                await session.execute(_TERMINATE_OTHERS)  # a restart, between two checkouts
+    async with on_one_connection(order_settings) as (engine, client):
+        body = checkout_body(("SERUM-NIA-30", 1))
+        assert (await place(client, auth, body)).status_code == 201
+        async with engine.connect() as pooled:
+            driver = (await pooled.get_raw_connection()).driver_connection
+        async with sessions() as session, session.begin():
+            await session.execute(_TERMINATE_OTHERS)  # a restart, between two checkouts
 
-            async def seen_closed() -> bool:
-                return bool(driver.is_closed())
+        async def seen_closed() -> bool:
+            return bool(driver.is_closed())
 
-            await eventually(seen_closed, within=5, what="the pool's connection seen closed")
-            after = await place(client, auth, body, key="after-the-restart")
-            assert after.status_code == 201, after.text
-    finally:
-        await engine.dispose()
+        await eventually(seen_closed, within=5, what="the pool's connection seen closed")
+        after = await place(client, auth, body, key="after-the-restart")
+        assert after.status_code == 201, after.text
 
 
 class CleanedBetweenStatements:

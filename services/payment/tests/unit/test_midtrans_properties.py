@@ -33,8 +33,10 @@ STATUSES = [
     "partial_refund",
     "chargeback",
     "partial_chargeback",
+    "authorize",
 ]
-"""Every transaction status Midtrans documents, reversals included."""
+"""Every transaction status Midtrans documents, reversals and card authorisations included
+(the same list as the webhook's schema test, test_api_schemathesis.MIDTRANS_STATUSES)."""
 transaction_statuses = st.sampled_from(STATUSES) | st.text(max_size=20)
 fraud_statuses = st.none() | st.sampled_from(["accept", "challenge", "deny"]) | st.text(max_size=10)
 
