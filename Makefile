@@ -12,7 +12,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 PYTEST_ARGS ?=
 
-.PHONY: help install run test chaos lint typecheck contracts pytest format bench bench-relay bench-checkout bench-notify bench-webhook bench-retention clean clean-data
+.PHONY: help install run test chaos lint typecheck contracts pytest format bench bench-relay bench-consume bench-checkout bench-notify bench-webhook bench-retention clean clean-data
 
 help:
 	@echo "make run    start the shop on embedded infrastructure (Ctrl-C stops it);"
@@ -100,10 +100,14 @@ chaos: install
 	if [ -n "$$failed" ]; then echo "chaos failed on:$$failed"; exit 1; fi
 
 # Benchmarks measure speed (tests never do); each prints its baseline from the same run.
-bench: bench-relay bench-checkout bench-notify bench-webhook bench-retention
+bench: bench-relay bench-consume bench-checkout bench-notify bench-webhook bench-retention
 
 bench-relay: install
 	$(RUN) python bench/relay/bench_relay.py
+
+bench-consume: install
+	$(RUN) python bench/consume/bench_consume.py --bus kafka
+	$(RUN) python bench/consume/bench_consume.py --bus sqs
 
 bench-checkout: install
 	$(RUN) python bench/checkout/bench_checkout.py

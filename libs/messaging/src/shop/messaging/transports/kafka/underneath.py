@@ -110,9 +110,9 @@ async def record_as_it_came(raw: Any) -> ParsedMessage:
     )
 
 
-async def body_as_is(message: ParsedMessage) -> bytes:
-    """The subscriber's decoder: FastStream's would parse every body as JSON (and raise on
-    one that is not, under a JSON content type); the pipeline decodes against the
-    contract itself."""
-    body: bytes = message.body
-    return body
+async def record_itself(message: ParsedMessage) -> Any:
+    """The subscriber's decoder: the aiokafka record, which the handler is given as it is
+    (the broker runs without FastDepends). FastStream's decoder would parse every body as
+    JSON (and raise on one that is not, under a JSON content type); the pipeline decodes
+    against the contract itself."""
+    return message.raw_message

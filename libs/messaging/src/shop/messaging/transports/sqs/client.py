@@ -270,6 +270,48 @@ class SqsClient:
                 raise ReceiptExpired(str(error)) from error
             raise
 
+    async def delete_each(
+        self, url: str, messages: Sequence[SqsMessage]
+    ) -> list[ReceiptExpired | ClientError | None]:
+        """Delete up to :data:`BATCH_LIMIT` ``messages`` in one call; for each, None when it
+        was deleted, else what :meth:`delete` would have raised for it alone (SQS refuses
+        entries one by one; a failing call raises)."""
+        response = await self._sqs.delete_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": str(index), "ReceiptHandle": message.receipt_handle}
+                for index, message in enumerate(messages)
+            ],
+        )
+        results: list[ReceiptExpired | ClientError | None] = [None] * len(messages)
+        for failure in response.get("Failed", []):
+            # Shaped as the error of a single DeleteMessage, so that it is judged the same
+            # way (gone, worth another try, or a refusal).
+            status = 500 if failure.get("SenderFault") is False else 400
+            error = ClientError(
+                {
+                    "Error": {
+                        "Code": failure.get("Code", ""),
+                        "Message": failure.get("Message", ""),
+                    },
+                    "ResponseMetadata": {"HTTPStatusCode": status},
+                },
+                "DeleteMessageBatch",
+            )
+            index = int(failure["Id"])
+            results[index] = ReceiptExpired(str(error)) if _receipt_gone(error) else error
+        for index in (
+            set(range(len(messages)))
+            - {int(success["Id"]) for success in response.get("Successful", [])}
+            - {int(failure["Id"]) for failure in response.get("Failed", [])}
+        ):
+            results[index] = ClientError(
+                {"Error": {"Code": "Unacknowledged", "Message": "named neither deleted nor failed"},
+                 "ResponseMetadata": {"HTTPStatusCode": 500}},
+                "DeleteMessageBatch",
+            )  # fmt: skip
+        return results
+
     async def change_visibility(self, url: str, message: SqsMessage, seconds: int) -> None:
         try:
             await self._sqs.change_message_visibility(

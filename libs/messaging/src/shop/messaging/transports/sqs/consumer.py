@@ -27,6 +27,7 @@ from shop.messaging.pipeline import Pipeline
 from shop.messaging.settings import SqsSettings
 from shop.messaging.settling import write_dead_letter, write_until_done
 from shop.messaging.transports.base import ConsumerLifecycle, ConsumerOptions
+from shop.messaging.transports.sqs.acks import BatchedDeletes
 from shop.messaging.transports.sqs.client import ReceiptExpired, SqsClient, transient
 from shop.messaging.transports.sqs.topology import QueueLookup, SqsQueues
 from shop.messaging.transports.sqs.visibility import keep_hidden
@@ -71,10 +72,12 @@ class SqsConsumer(ConsumerLifecycle):
         self._options = options
         self._held: set[_Held] = set()
         self._queues: SqsQueues | None = None
+        self._deletes: BatchedDeletes | None = None
         self._failure: BaseException | None = None
 
     async def run(self) -> None:
         queues = self._queues = await self._queues_of(self._group)
+        self._deletes = BatchedDeletes(self._client, queues.url)
         dispatcher = KeyedDispatcher(self._options.max_in_flight)
         self._running = True
         try:
@@ -220,12 +223,13 @@ class SqsConsumer(ConsumerLifecycle):
     async def _settle(self, held: _Held, outcome: Outcome) -> None:
         """Make ``outcome`` durable; the message stays hidden meanwhile (its keeper runs
         until the last write), so that no other receiver gets it while this one settles."""
-        assert self._queues is not None  # set before anything is received
+        # Both set before anything is received.
+        assert self._queues is not None
+        assert self._deletes is not None
         client, queues, message = self._client, self._queues, held.message
+        delete = functools.partial(self._deletes.delete, message)
         if isinstance(outcome, Ack):
-            await self._until_written(
-                functools.partial(client.delete, queues.url, message), "an ack"
-            )
+            await self._until_written(delete, "an ack")
         elif isinstance(outcome, Retry):
             # Stopped first, so that a late extension cannot undo the retry's visibility.
             await self._stop_keeping(held)
@@ -252,9 +256,7 @@ class SqsConsumer(ConsumerLifecycle):
                 message.body.encode("utf-8"),
                 dead_letter_headers(self._group, held.delivery, outcome),
             )
-            await self._until_written(
-                functools.partial(client.delete, queues.url, message), "an ack"
-            )
+            await self._until_written(delete, "an ack")
 
     async def _until_written(self, write: Callable[[], Awaitable[object]], what: str) -> None:
         async def written() -> None:
