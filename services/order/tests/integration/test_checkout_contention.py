@@ -226,6 +226,21 @@ async def test_another_checkout_of_the_product_completes_while_one_writes_its_or
     assert await order_count(sessions) == 2
 
 
+async def test_a_checkout_holds_no_lock_on_its_products_while_it_writes_its_order(
+    engine: AsyncEngine, sessions: Sessions
+) -> None:
+    async def locked_at_once() -> None:
+        # Its order lines' foreign key too is checked only at commit (a key-share lock
+        # taken now would make every row version of a hot product carry all of them).
+        async with sessions() as session, session.begin():
+            query = products.select().where(products.c.sku == HOT).with_for_update(nowait=True)
+            await session.execute(query)
+
+    answer = await place(InterruptedStore(engine, locked_at_once), AYU, (HOT, 1))
+
+    assert answer.status == 201
+
+
 async def test_a_price_changed_while_the_order_was_written_is_the_price_charged(
     engine: AsyncEngine, sessions: Sessions
 ) -> None:

@@ -37,9 +37,9 @@ SELECT sku, name, price, stock FROM products WHERE sku = ANY($1::varchar[]) AND 
 # ``locked`` takes the row locks in sku order whatever plan the UPDATE gets, so that
 # checkouts of overlapping baskets queue instead of deadlocking; after a wait it holds the
 # rows as the checkout it waited for left them (read committed), and the UPDATE sees them so
-# too. NO KEY UPDATE, the lock the UPDATE itself takes: the order lines written before
-# hold the key-share lock of their foreign key on the same rows, which FOR UPDATE would wait
-# for (two checkouts, each waiting for the other's lines). The rows come back as locked,
+# too. NO KEY UPDATE, the lock the UPDATE takes itself, leaves the key-share locks of
+# foreign-key checks alone (the order lines' is checked at commit, migration 0005, when
+# the rows are this checkout's already). The rows come back as locked,
 # before the stock was taken: the use case sees from them which line was short
 # (``stock >= quantity`` here is its own rule) and what the order was charged against.
 _TAKE_STOCK = """
