@@ -726,8 +726,8 @@ def report(
     if offered:
         print(
             f"latency at an offered rate (open loop, spread baskets, evenly spaced, from each "
-            f"request's scheduled time; at most {args.open_connections} waiting; % of the "
-            f"baseline's saturation figure)"
+            f"request's scheduled time; at most {args.open_connections} waiting; a % is of "
+            f"the baseline's saturation figure)"
         )
         print(
             f"  {'':18}{'':24}{'orders/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}"
@@ -736,7 +736,7 @@ def report(
         for rate in rates:
             for c in offered:
                 o = c.offered[rate.text]
-                where = f"{rate.text} = {o.rate:,.0f}/s"
+                where = f"{rate.text} = {o.rate:,.0f}/s" if rate.relative else f"{o.rate:,.0f}/s"
                 print(
                     f"  {where:18}{c.label:24}{o.answered_per_second:9,.0f}"
                     f"{o.percentile(0.5):9.1f}{o.percentile(0.99):9.1f}{o.percentile(1.0):9.1f}"
