@@ -1,13 +1,19 @@
-"""The baseline of ``bench_checkout.py``: ``POST /v1/orders`` as a bare FastAPI endpoint on a
+"""The baselines of ``bench_checkout.py``: ``POST /v1/orders`` as a bare FastAPI endpoint on a
 raw asyncpg pool, no ORM, no models: how fast could this checkout be?
 
-It does the same work as order-service's checkout, against the same schema (the service's
-own migrations) and in one transaction: verify the bearer JWT (HS256, pyjwt), claim the
-idempotency key, lock the products in sku order and check their stock, take the stock, write
-the order with its items, write the ``order.created`` outbox row and the order's scheduled
-``order.cancel_unpaid`` (the same envelope JSON and headers) with their ``pg_notify``, store
-the answer with the key, and answer 201 with the same JSON body and ``Location`` header. The
-same statements as the service, so the same round trips: BEGIN, six statements, COMMIT.
+``POST /v1/orders`` does the same work as order-service's checkout, against the same schema
+(the service's own migrations), in one transaction and with the same statements, so the same
+round trips (BEGIN, six statements, COMMIT): verify the bearer JWT (HS256, pyjwt), claim the
+idempotency key, read the products (no lock) and check their stock, write the order with its
+items, write the ``order.created`` outbox row (the same envelope JSON and headers) with its
+``pg_notify``, store the answer with the key, and last take the stock in the service's
+statement, which locks the products until the commit; a price changed meanwhile starts the
+transaction again, as in the service. It answers 201 with the same JSON body and
+``Location`` header.
+
+``POST /stock-first/v1/orders`` is the naive checkout, the second baseline: the same work,
+but the products locked first (``SELECT … FOR UPDATE``) and their stock taken at once, so
+that on one product every checkout waits for the whole transaction of the one before.
 
 Configured by ``BASELINE_DATABASE_URL``, ``BASELINE_JWT_SECRET`` and ``BASELINE_POOL_SIZE``;
 served by uvicorn: ``python -m uvicorn --app-dir bench/checkout baseline_app:app``.
@@ -21,9 +27,9 @@ import os
 import re
 import secrets
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import asyncpg
 import jwt
@@ -38,7 +44,9 @@ SKU = re.compile(r"^[A-Z0-9][A-Z0-9-]*$")
 KEY = re.compile(r"^[\x21-\x7e]+$")
 MAX_LINES, MAX_QUANTITY = 50, 100
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTVWXYZ"
-NUMBER_ATTEMPTS = 3
+ATTEMPTS = 3
+"""Order numbers are random, and a price may change while the order is written: then the
+transaction starts again, as the service's does."""
 OUTBOX_CHANNEL = "shop_outbox"
 
 CLAIM = """
@@ -47,10 +55,25 @@ ON CONFLICT DO NOTHING RETURNING key"""
 STORED = """
 SELECT request_hash, response_status, response_body FROM idempotency_keys
 WHERE customer_id = $1 AND key = $2"""
-LOCK = """
+READ = """
+SELECT sku, name, price, stock FROM products WHERE sku = ANY($1::varchar[]) AND active"""
+# The service's statement (shop.order.adapters.checkout): locked in sku order, each line
+# taken only if that much is left; the rows as locked, before the taking.
+TAKE_LAST = """
+WITH locked AS MATERIALIZED (
+    SELECT sku, name, price, stock FROM products WHERE sku = ANY($1::varchar[]) AND active
+    ORDER BY sku FOR NO KEY UPDATE),
+taken AS (
+    UPDATE products SET stock = products.stock - wanted.quantity
+    FROM locked, unnest($1::varchar[], $2::int[]) AS wanted (sku, quantity)
+    WHERE products.sku = locked.sku AND wanted.sku = locked.sku
+      AND products.stock >= wanted.quantity)
+SELECT sku, name, price, stock FROM locked"""
+# The naive checkout's: lock first, take at once.
+LOCK_FIRST = """
 SELECT sku, name, price, stock FROM products WHERE sku = ANY($1::varchar[]) AND active
 ORDER BY sku FOR UPDATE"""
-TAKE = """
+TAKE_FIRST = """
 UPDATE products SET stock = products.stock - wanted.quantity
 FROM unnest($1::varchar[], $2::int[]) AS wanted (sku, quantity) WHERE products.sku = wanted.sku"""
 ORDER = """
@@ -60,17 +83,21 @@ WITH placed AS (
     VALUES ($1, $2, $3, $4, 'pending', $5, 'IDR', $6, $6))
 INSERT INTO order_items (order_id, line_no, sku, name, quantity, unit_price)
 SELECT $1, * FROM unnest($7::smallint[], $8::varchar[], $9::varchar[], $10::int[], $11::bigint[])"""
-# The event and the order's payment deadline (a row the relay sends once it is due).
+# The event alone: the service schedules nothing (the payment window is payment-service's).
 OUTBOX = f"""
 WITH added AS (
     INSERT INTO outbox (event_id, key, message_type, headers, body, due_at)
-    VALUES ($1, $2, 'order.created', $3::jsonb, $4, NULL),
-           ($5, $2, 'order.cancel_unpaid', $6::jsonb, $7, $8))
+    VALUES ($1, $2, 'order.created', $3::jsonb, $4, NULL))
 SELECT pg_notify('{OUTBOX_CHANNEL}', '')"""
-PAYMENT_WINDOW = timedelta(minutes=30)
 ANSWER = """
 UPDATE idempotency_keys SET order_id = $3, response_status = 201, response_body = $4
 WHERE customer_id = $1 AND key = $2"""
+
+Catalogue = dict[str, asyncpg.Record]
+
+
+class Changed(Exception):
+    """A product's name or price changed while the order was written with the old ones."""
 
 
 class Refused(Exception):
@@ -160,32 +187,41 @@ def compact(value: object) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
-async def checkout(
+def refuse_short(wanted: dict[str, int], catalogue: Catalogue) -> None:
+    unknown = [sku for sku in sorted(wanted) if sku not in catalogue]
+    if unknown:
+        raise Refused(422, f"unknown products: {', '.join(unknown)}")
+    for sku in sorted(wanted):
+        if catalogue[sku]["stock"] < wanted[sku]:
+            raise Refused(409, f"not enough {sku}")
+
+
+def changed(read: asyncpg.Record, locked: asyncpg.Record) -> bool:
+    return (read["name"], read["price"]) != (locked["name"], locked["price"])
+
+
+async def replay(
+    connection: asyncpg.Connection, customer_id: str, key: str, request_hash: str
+) -> tuple[int, str, str, bool] | None:
+    """None when the key is claimed now; the stored answer when it was before."""
+    if await connection.fetchval(CLAIM, customer_id, key, request_hash) is not None:
+        return None
+    stored = await connection.fetchrow(STORED, customer_id, key)
+    if stored["request_hash"] != request_hash:
+        raise Refused(422, "this Idempotency-Key was used with a different request body")
+    body = stored["response_body"]
+    return stored["response_status"], body, json.loads(body)["id"], True
+
+
+async def write_order(
     connection: asyncpg.Connection,
     customer: tuple[str, str],
     lines: list[tuple[str, int]],
+    catalogue: Catalogue,
     key: str,
-    request_hash: str,
 ) -> tuple[int, str, str, bool]:
-    """One transaction: the answer's status, JSON body, order id, and whether replayed."""
+    """The order, its event and the answer stored with the key: three statements."""
     customer_id, email = customer
-    if await connection.fetchval(CLAIM, customer_id, key, request_hash) is None:
-        stored = await connection.fetchrow(STORED, customer_id, key)
-        if stored["request_hash"] != request_hash:
-            raise Refused(422, "this Idempotency-Key was used with a different request body")
-        body = stored["response_body"]
-        return stored["response_status"], body, json.loads(body)["id"], True
-    wanted = dict(lines)
-    skus = sorted(wanted)
-    catalogue = {row["sku"]: row for row in await connection.fetch(LOCK, skus)}
-    unknown = [sku for sku in skus if sku not in catalogue]
-    if unknown:
-        raise Refused(422, f"unknown products: {', '.join(unknown)}")
-    for sku in skus:
-        if catalogue[sku]["stock"] < wanted[sku]:
-            raise Refused(409, f"not enough {sku}")
-    await connection.execute(TAKE, skus, [wanted[sku] for sku in skus])
-
     order_id, number, placed_at = uuid.uuid4(), order_number(), datetime.now(UTC)
     order_key = str(order_id)
     items = [
@@ -240,29 +276,8 @@ async def checkout(
         "x-event-id": event_id,
         "x-correlation-id": event_id,
     }
-    deadline_id = str(uuid.uuid4())
-    deadline = {
-        **envelope,
-        "event_id": deadline_id,
-        "type": "order.cancel_unpaid",
-        "correlation_id": deadline_id,
-        "payload": {"order_id": order_key},
-    }
-    deadline_headers = {
-        "x-message-type": "order.cancel_unpaid",
-        "x-event-id": deadline_id,
-        "x-correlation-id": deadline_id,
-    }
     await connection.execute(
-        OUTBOX,
-        uuid.UUID(event_id),
-        order_key,
-        compact(headers),
-        compact(envelope).encode(),
-        uuid.UUID(deadline_id),
-        compact(deadline_headers),
-        compact(deadline).encode(),
-        placed_at + PAYMENT_WINDOW,
+        OUTBOX, uuid.UUID(event_id), order_key, compact(headers), compact(envelope).encode()
     )
 
     answer = compact(
@@ -282,8 +297,57 @@ async def checkout(
     return 201, answer, order_key, False
 
 
-@app.post("/v1/orders")
-async def place_order(request: Request) -> Response:
+async def checkout(
+    connection: asyncpg.Connection,
+    customer: tuple[str, str],
+    lines: list[tuple[str, int]],
+    key: str,
+    request_hash: str,
+) -> tuple[int, str, str, bool]:
+    """The service's transaction: the answer's status, JSON body, order id, and whether
+    replayed."""
+    if (replayed := await replay(connection, customer[0], key, request_hash)) is not None:
+        return replayed
+    wanted = dict(lines)
+    skus = sorted(wanted)
+    read = {row["sku"]: row for row in await connection.fetch(READ, skus)}
+    refuse_short(wanted, read)
+    answer = await write_order(connection, customer, lines, read, key)
+    locked = {
+        row["sku"]: row
+        for row in await connection.fetch(TAKE_LAST, skus, [wanted[sku] for sku in skus])
+    }
+    refuse_short(wanted, locked)
+    if any(changed(read[sku], locked[sku]) for sku in skus):
+        raise Changed
+    return answer
+
+
+async def stock_first_checkout(
+    connection: asyncpg.Connection,
+    customer: tuple[str, str],
+    lines: list[tuple[str, int]],
+    key: str,
+    request_hash: str,
+) -> tuple[int, str, str, bool]:
+    """The naive transaction: the products locked and their stock taken first."""
+    if (replayed := await replay(connection, customer[0], key, request_hash)) is not None:
+        return replayed
+    wanted = dict(lines)
+    skus = sorted(wanted)
+    locked = {row["sku"]: row for row in await connection.fetch(LOCK_FIRST, skus)}
+    refuse_short(wanted, locked)
+    await connection.execute(TAKE_FIRST, skus, [wanted[sku] for sku in skus])
+    return await write_order(connection, customer, lines, locked, key)
+
+
+Transaction = Callable[
+    [asyncpg.Connection, tuple[str, str], list[tuple[str, int]], str, str],
+    Awaitable[tuple[int, str, str, bool]],
+]
+
+
+async def serve(request: Request, transaction: Transaction) -> Response:
     try:
         customer = customer_of(request.headers.get("authorization"))
         content_type = request.headers.get("content-type", "")
@@ -296,15 +360,18 @@ async def place_order(request: Request) -> Response:
         request_hash = fingerprint(lines)
         pool: asyncpg.Pool = request.app.state.pool
         async with pool.acquire() as connection:
-            for attempt in range(1, NUMBER_ATTEMPTS + 1):
+            for attempt in range(1, ATTEMPTS + 1):
                 try:
                     async with connection.transaction():
-                        status, answer, order_id, replayed = await checkout(
+                        status, answer, order_id, replayed = await transaction(
                             connection, customer, lines, key, request_hash
                         )
                     break
+                except Changed:
+                    if attempt == ATTEMPTS:
+                        raise
                 except asyncpg.UniqueViolationError as error:  # order numbers are random
-                    if error.constraint_name != "uq_orders_number" or attempt == NUMBER_ATTEMPTS:
+                    if error.constraint_name != "uq_orders_number" or attempt == ATTEMPTS:
                         raise
     except Refused as refused:
         return problem(refused.status, refused.detail)
@@ -312,3 +379,13 @@ async def place_order(request: Request) -> Response:
     if replayed:
         headers["Idempotent-Replayed"] = "true"
     return Response(answer, status_code=status, headers=headers, media_type="application/json")
+
+
+@app.post("/v1/orders")
+async def place_order(request: Request) -> Response:
+    return await serve(request, checkout)
+
+
+@app.post("/stock-first/v1/orders")
+async def place_order_stock_first(request: Request) -> Response:
+    return await serve(request, stock_first_checkout)

@@ -1,13 +1,25 @@
-"""Checkout over HTTP: orders/s and latency of order-service's ``POST /v1/orders`` at 32
-concurrent connections, next to a bare FastAPI + raw asyncpg endpoint doing the same SQL work
-(``baseline_app.py``), measured in the same run. Run: ``make bench-checkout``.
+"""Checkout over HTTP: order-service's ``POST /v1/orders`` next to bare FastAPI + raw asyncpg
+endpoints (``baseline_app.py``), measured in the same run. Run: ``make bench-checkout``.
+
+- saturation (closed loop): orders/s and latency at ``--connections`` clients, each sending
+  its next checkout as soon as the last is answered, for
+  - *spread* baskets (1 to 3 lines over the catalogue): the service next to the baseline
+    doing the same SQL work;
+  - with ``--product hot`` (the default), also a *hot* product (every checkout one unit of
+    the same product, a flash sale): the service next to its own spread figure, and next to
+    the naive stock-first checkout (the products locked first, ``/stock-first/v1/orders``);
+- latency at a fixed offered rate (open loop, ``--rate``): spread checkouts sent on schedule
+  whatever the answers do, each latency from its scheduled time
+  (:mod:`shop.devstack.open_loop`), for the service and the baseline at the same rates.
 
 Both servers run the same way (one uvicorn process each, uvloop and httptools, log level
 warning, 32 database connections) on their own database of the same PostgreSQL, migrated by
-the service's own migrations and seeded with a catalogue whose stock never runs out. Both get
+the service's own migrations and seeded with a catalogue whose stock never runs out. They get
 the same requests: the same baskets in the same order, tokens of the same customers, a new
-Idempotency-Key each. Client, servers and PostgreSQL share this machine's cores, so the
-output also shows how the CPU was shared while each server was measured.
+Idempotency-Key each. Every measurement runs in turns with the others, round after round.
+Client, servers and PostgreSQL share this machine's cores, so the output also shows how the
+CPU was shared while each was measured. The output ends with a summary of each figure beside
+its baseline (``--json PATH`` writes the same figures as JSON).
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import asyncpg
@@ -36,6 +49,7 @@ import httpx
 import uvloop
 
 from shop.devstack.cpu import CORES, machine_ticks, own_seconds, process_seconds, tree_seconds
+from shop.devstack.open_loop import OpenLoopFigures, Send, open_loop
 from shop.devstack.parts import postgres_part
 from shop.devstack.postgres import EmbeddedPostgres
 from shop.devstack.process import ManagedProcess, free_port, port_accepts
@@ -50,9 +64,16 @@ STOCK = 2_000_000_000
 """Near the int4 limit of products.stock: no checkout of a run is refused for stock."""
 CUSTOMERS = 64
 BASKETS = 4096
+HOT_SKU = "SERUM-NIA-30"
+"""The flash sale's product: every hot checkout buys one of it."""
+OUTBOX_ROWS_PER_ORDER = 1
+"""What a checkout adds to the outbox: OrderCreated alone (the payment window is
+payment-service's, nothing is scheduled). The relay does not run here, so the rows stay."""
+LATE_MS = 5.0
+"""An open-loop request sent later than this after its scheduled time counts as late."""
 
-Post = Callable[[bytes, dict[str, str]], Awaitable[tuple[int, bytes]]]
-"""Send one checkout (body, headers); its status and body."""
+Post = Callable[[str, bytes, dict[str, str]], Awaitable[tuple[int, bytes]]]
+"""Send one checkout (path, body, headers); its status and body."""
 
 
 @dataclass
@@ -65,19 +86,40 @@ class Server:
     port: int
     profiled: bool = False
     """Runs profiled_service.py: SIGUSR1 starts cProfile, SIGUSR2 stops it and writes."""
+    pid: int | None = None
+    """Once started."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    bodies: list[bytes]
+
+
+@dataclass(frozen=True)
+class Rate:
+    """An offered rate: requests/s, or a fraction of the reference's saturation figure."""
+
+    text: str
+    value: float
+    relative: bool
+
+    def per_second(self, reference: float) -> float:
+        return self.value * reference if self.relative else self.value
 
 
 @dataclass
 class Plan:
-    """What every server gets: the same requests, at the same concurrency, for as long."""
+    """What every measurement gets: the same requests, at the same concurrency, for as long."""
 
     seconds: float
-    """Measured per server in each round."""
+    """Measured per server and workload in each round, closed loop and at each rate."""
     rounds: int
     warmup: float
     connections: int
+    open_connections: int
     client: str
-    bodies: list[bytes]
+    rates: list[Rate]
     tokens: list[str]
     postgres_pid: int | None
     workdir: Path
@@ -90,7 +132,6 @@ class Figures:
     errors: Counter[str] = field(default_factory=Counter)
     cpu_seconds: Counter[str] = field(default_factory=Counter)
     round_rates: list[float] = field(default_factory=list)
-    orders_written: int = 0
     shape: object = None
 
     @property
@@ -112,6 +153,22 @@ class Figures:
     def percentile(self, fraction: float) -> float:
         ordered = sorted(self.latencies) or [float("nan")]
         return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+@dataclass
+class Contestant:
+    """One server on one workload: what is measured in each round."""
+
+    key: str
+    """As in the JSON figures: baseline, service, stock_first_hot, service_hot."""
+    label: str
+    server: Server
+    path: str
+    workload: Workload
+    profiled: bool = False
+    figures: Figures = field(default_factory=Figures)
+    offered: dict[str, OpenLoopFigures] = field(default_factory=dict)
+    """Open-loop figures by rate (its text, as given)."""
 
 
 # --- infrastructure and data ------------------------------------------------------------
@@ -159,19 +216,6 @@ async def seed(url: str, products: list[tuple[str, str, str, int]]) -> None:
             "VALUES ($1, $2, $3, $4, $5)",
             [(*product, STOCK) for product in products],
         )
-    finally:
-        await connection.close()
-
-
-async def orders_written(url: str) -> int:
-    """Orders in the database; complains if the outbox does not hold one event each."""
-    connection = await asyncpg.connect(url)
-    try:
-        orders = await connection.fetchval("SELECT count(*) FROM orders")
-        events = await connection.fetchval("SELECT count(*) FROM outbox")
-        if orders != events:
-            print(f"  !! {orders} orders but {events} outbox rows", file=sys.stderr)
-        return int(orders)
     finally:
         await connection.close()
 
@@ -241,8 +285,8 @@ async def aiohttp_client(base_url: str, connections: int) -> AsyncIterator[Post]
     timeout = aiohttp.ClientTimeout(total=60)
     async with aiohttp.ClientSession(base_url, connector=connector, timeout=timeout) as session:
 
-        async def post(body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-            async with session.post("/v1/orders", data=body, headers=headers) as response:
+        async def post(path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+            async with session.post(path, data=body, headers=headers) as response:
                 return response.status, await response.read()
 
         yield post
@@ -253,8 +297,8 @@ async def httpx_client(base_url: str, connections: int) -> AsyncIterator[Post]:
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
     async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=60) as client:
 
-        async def post(body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-            response = await client.post("/v1/orders", content=body, headers=headers)
+        async def post(path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+            response = await client.post(path, content=body, headers=headers)
             return response.status_code, response.content
 
         yield post
@@ -266,33 +310,42 @@ about 0.2 ms of CPU per checkout, httpx about 4 ms (it saturated a core at ~220/
 
 
 class Load:
-    """Workers that each send their next checkout as soon as the last one is answered."""
+    """One contestant's requests: its workload's baskets in turn, the customers' tokens in
+    turn, a new Idempotency-Key each."""
 
-    def __init__(self, post: Post, prefix: str, plan: Plan) -> None:
-        self.post = post
-        self.prefix = prefix
-        self.bodies = plan.bodies
+    def __init__(self, contestant: Contestant, plan: Plan) -> None:
+        self.path = contestant.path
+        self.prefix = f"{contestant.key}-{os.getpid()}"
+        self.bodies = contestant.workload.bodies
         self.authorizations = [f"Bearer {token}" for token in plan.tokens]
         self.sent = 0
 
-    def next_request(self) -> tuple[bytes, dict[str, str]]:
+    def next_request(self) -> tuple[str, bytes, dict[str, str]]:
         n = self.sent
         self.sent += 1
-        return self.bodies[n % len(self.bodies)], {
-            "Authorization": self.authorizations[n % len(self.authorizations)],
-            "Content-Type": "application/json",
-            "Idempotency-Key": f"{self.prefix}-{n}",
-        }
+        return (
+            self.path,
+            self.bodies[n % len(self.bodies)],
+            {
+                "Authorization": self.authorizations[n % len(self.authorizations)],
+                "Content-Type": "application/json",
+                "Idempotency-Key": f"{self.prefix}-{n}",
+            },
+        )
 
-    async def run(self, connections: int, seconds: float, figures: Figures) -> None:
+    async def closed_loop(
+        self, post: Post, connections: int, seconds: float, figures: Figures
+    ) -> None:
+        """``connections`` workers, each sending its next checkout as soon as the last one
+        is answered."""
         deadline = time.perf_counter() + seconds
 
         async def worker() -> None:
             while time.perf_counter() < deadline:
-                body, headers = self.next_request()
+                request = self.next_request()
                 started = time.perf_counter()
                 try:
-                    status, answer = await self.post(body, headers)
+                    status, answer = await post(*request)
                 except Exception as error:  # counted, never fatal
                     figures.errors[f"{type(error).__name__}: {error}"[:120]] += 1
                     continue
@@ -305,6 +358,15 @@ class Load:
         await asyncio.gather(*(worker() for _ in range(connections)))
         figures.seconds = time.perf_counter() - started
 
+    def sender(self, post: Post) -> Send:
+        """One checkout at a time, for the open loop."""
+
+        async def send() -> str | None:
+            status, answer = await post(*self.next_request())
+            return None if status == 201 else f"{status} {answer[:100]!r}"
+
+        return send
+
 
 def shape(value: object) -> object:
     """A JSON document's structure: its keys and the types of its values."""
@@ -316,52 +378,97 @@ def shape(value: object) -> object:
 
 
 @dataclass
-class Running:
-    """A started server under load: its process id, client and figures so far."""
+class Written:
+    """What a server's database holds after the run, against what the server answered."""
 
-    server: Server
-    pid: int
-    load: Load
-    figures: Figures = field(default_factory=Figures)
+    orders_while_measured: int
+    answered_201: int
+    orders: int
+    outbox_rows: int
 
 
-async def drive(started: list[tuple[Server, int]], plan: Plan) -> list[tuple[Server, Figures]]:
-    """Warm every server up, then measure them in turns, round after round: the machine's
-    speed drifts over minutes (other tenants), and alternating short rounds lets both
-    servers see the same drift."""
+async def database_counts(url: str) -> tuple[int, int]:
+    """Orders and outbox rows in the database."""
+    connection = await asyncpg.connect(url)
+    try:
+        orders = await connection.fetchval("SELECT count(*) FROM orders")
+        rows = await connection.fetchval("SELECT count(*) FROM outbox")
+        return int(orders), int(rows)
+    finally:
+        await connection.close()
+
+
+async def drive(contestants: list[Contestant], plan: Plan) -> dict[str, Written]:
+    """Warm every contestant up, then measure them in turns, round after round (the
+    machine's speed drifts over minutes, other tenants, and alternating short rounds lets
+    every contestant see the same drift): saturation first, then each offered rate."""
+    servers = {c.server.name: c.server for c in contestants}
     async with contextlib.AsyncExitStack() as clients:
-        running = []
-        for server, pid in started:
+        closed: dict[str, Post] = {}
+        opened: dict[str, Post] = {}
+        for name, server in servers.items():
             base_url = f"http://127.0.0.1:{server.port}"
-            post = await clients.enter_async_context(
-                CLIENTS[plan.client](base_url, plan.connections)
+            client = CLIENTS[plan.client]
+            closed[name] = await clients.enter_async_context(client(base_url, plan.connections))
+            opened[name] = await clients.enter_async_context(
+                client(base_url, plan.open_connections)
             )
-            load = Load(post, f"{server.name}-{os.getpid()}", plan)
+        loads = {c.key: Load(c, plan) for c in contestants}
+        for contestant in contestants:
+            post, load = closed[contestant.server.name], loads[contestant.key]
             status, answer = await post(*load.next_request())
             if status != 201:
-                raise SystemExit(f"{server.label} answered {status}: {answer[:300]!r}")
-            running.append(Running(server, pid, load))
-            running[-1].figures.shape = shape(json.loads(answer))
-            await load.run(plan.connections, plan.warmup, Figures())
-        for one in running:
-            one.figures.orders_written = -await orders_written(one.server.database)
+                raise SystemExit(f"{contestant.label} answered {status}: {answer[:300]!r}")
+            contestant.figures.shape = shape(json.loads(answer))
+            await load.closed_loop(post, plan.connections, plan.warmup, Figures())
+        before = {name: (await database_counts(s.database))[0] for name, s in servers.items()}
         for _ in range(plan.rounds):
-            for one in running:
-                await measure_round(one, plan)
-        for one in running:
-            one.figures.orders_written += await orders_written(one.server.database)
-    return [(one.server, one.figures) for one in running]
+            for contestant in contestants:
+                await measure_round(contestant, loads[contestant.key], closed, plan)
+        at_rates = [c for c in contestants if c.workload.name == "spread"]
+        # A fraction is of the baseline's saturation figure (or the only server's).
+        reference = at_rates[0].figures.rate if at_rates else 0.0
+        for rate in plan.rates if at_rates else []:
+            per_second = rate.per_second(reference)
+            for _ in range(plan.rounds):
+                for contestant in at_rates:
+                    send = loads[contestant.key].sender(opened[contestant.server.name])
+                    figures = await open_loop(
+                        send,
+                        rate=per_second,
+                        seconds=plan.seconds,
+                        connections=plan.open_connections,
+                        late_ms=LATE_MS,
+                    )
+                    contestant.offered.setdefault(
+                        rate.text, OpenLoopFigures(rate=per_second, seconds=0)
+                    ).add(figures)
+    written = {}
+    for name, server in servers.items():
+        orders, rows = await database_counts(server.database)
+        answered = sum(
+            len(c.figures.latencies) + sum(len(o.latencies_ms) for o in c.offered.values())
+            for c in contestants
+            if c.server.name == name
+        )
+        written[name] = Written(orders - before[name], answered, orders, rows)
+    return written
 
 
-async def measure_round(one: Running, plan: Plan) -> None:
+async def measure_round(
+    contestant: Contestant, load: Load, posts: dict[str, Post], plan: Plan
+) -> None:
     figures = Figures()
-    if one.server.profiled:
-        os.kill(one.pid, signal.SIGUSR1)
-    with CpuMeter(one.pid, plan.postgres_pid) as meter:
-        await one.load.run(plan.connections, plan.seconds, figures)
-    if one.server.profiled:
-        os.kill(one.pid, signal.SIGUSR2)
-    one.figures.add_round(figures, meter.shares)
+    pid = contestant.server.pid
+    assert pid is not None, "measured once started"
+    if contestant.profiled:
+        os.kill(pid, signal.SIGUSR1)
+    with CpuMeter(pid, plan.postgres_pid) as meter:
+        post = posts[contestant.server.name]
+        await load.closed_loop(post, plan.connections, plan.seconds, figures)
+    if contestant.profiled:
+        os.kill(pid, signal.SIGUSR2)
+    contestant.figures.add_round(figures, meter.shares)
 
 
 # --- servers ----------------------------------------------------------------------------
@@ -410,11 +517,41 @@ def servers(service_url: str, baseline_url: str, pool: int, profile: str | None)
     ]  # fmt: skip
 
 
-def measure(servers: list[Server], plan: Plan) -> list[tuple[Server, Figures]]:
-    """Start ``servers``, load them, stop them (by their pids, whatever happens)."""
+def contestants_of(
+    chosen: list[Server], spread: Workload, hot: Workload | None
+) -> list[Contestant]:
+    """The measurements of the run, in the order they take turns."""
+    by_name = {server.name: server for server in chosen}
+    baseline, service = by_name.get("baseline"), by_name.get("service")
+    contestants = []
+    if baseline:
+        contestants.append(
+            Contestant("baseline", "bare FastAPI + asyncpg", baseline, "/v1/orders", spread)
+        )
+    if service:
+        contestants.append(
+            Contestant("service", "order-service", service, "/v1/orders", spread, service.profiled)
+        )
+    if hot and baseline:
+        contestants.append(
+            Contestant(
+                "stock_first_hot",
+                "stock-first FastAPI + asyncpg",
+                baseline,
+                "/stock-first/v1/orders",
+                hot,
+            )
+        )
+    if hot and service:
+        contestants.append(Contestant("service_hot", "order-service", service, "/v1/orders", hot))
+    return contestants
+
+
+def measure(contestants: list[Contestant], plan: Plan) -> dict[str, Written]:
+    """Start the contestants' servers, load them, stop them (by their pids, whatever
+    happens)."""
     with contextlib.ExitStack() as stack:
-        started = []
-        for server in servers:
+        for server in {c.server.name: c.server for c in contestants}.values():
             process = ManagedProcess(
                 server.name,
                 server.argv,
@@ -425,109 +562,391 @@ def measure(servers: list[Server], plan: Plan) -> list[tuple[Server, Figures]]:
             process.start()
             accepting = functools.partial(port_accepts, "127.0.0.1", server.port)
             process.wait_until(accepting, 60, "accepting connections")
-            assert process.pid is not None
-            started.append((server, process.pid))
+            server.pid = process.pid
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            results = runner.run(drive(started, plan))
-    return results
+            return runner.run(drive(contestants, plan))
 
 
 # --- output -----------------------------------------------------------------------------
 
 
-def report(args: argparse.Namespace, results: list[tuple[Server, Figures]]) -> None:
+@dataclass(frozen=True)
+class Comparison:
+    """A figure beside its baseline, their ratio, and the goal set for the ratio."""
+
+    name: str
+    figure: float
+    baseline: float
+    at_least: float | None = None
+    at_most: float | None = None
+
+    @property
+    def ratio(self) -> float:
+        return self.figure / self.baseline if self.baseline else float("nan")
+
+    @property
+    def goal(self) -> str:
+        return f">= {self.at_least:.2f}" if self.at_least is not None else f"<= {self.at_most:.2f}"
+
+    @property
+    def met(self) -> bool:
+        if self.at_least is not None:
+            return self.ratio >= self.at_least
+        return self.at_most is not None and self.ratio <= self.at_most
+
+
+def comparisons(by_key: dict[str, Contestant], rates: list[Rate]) -> list[Comparison]:
+    found = []
+    baseline, service = by_key.get("baseline"), by_key.get("service")
+    stock_first, hot = by_key.get("stock_first_hot"), by_key.get("service_hot")
+    if baseline and service:
+        found.append(
+            Comparison(
+                "spread orders/s: service / bare baseline",
+                service.figures.rate,
+                baseline.figures.rate,
+                at_least=0.8,
+            )
+        )
+    if service and hot:
+        found.append(
+            Comparison(
+                "hot orders/s: service hot / service spread",
+                hot.figures.rate,
+                service.figures.rate,
+                at_least=0.8,
+            )
+        )
+    if stock_first and hot:
+        found.append(
+            Comparison(
+                "hot orders/s: service / stock-first baseline",
+                hot.figures.rate,
+                stock_first.figures.rate,
+                at_least=3.0,
+            )
+        )
+    for rate in rates:
+        if baseline and service and rate.text in service.offered:
+            offered = service.offered[rate.text]
+            found.append(
+                Comparison(
+                    f"p99 ms at {rate.text} ({offered.rate:,.0f}/s): service / bare baseline",
+                    offered.percentile(0.99),
+                    baseline.offered[rate.text].percentile(0.99),
+                    at_most=1.2,
+                )
+            )
+    return found
+
+
+def problems_of(contestants: list[Contestant], written: dict[str, Written]) -> list[str]:
+    """Whatever makes a figure doubtful, one line each."""
+    found = []
+    for contestant in contestants:
+        for error, times in contestant.figures.errors.most_common(5):
+            found.append(f"{contestant.key}: {times} x {error}")
+        for text, offered in contestant.offered.items():
+            for error, times in offered.failed.most_common(5):
+                found.append(f"{contestant.key} at {text}: {times} x {error}")
+            # In the table whatever they are; doubtful once a request went unsent (its
+            # latency is missing from the figures) or the client was often behind.
+            if offered.not_sent or offered.late > offered.due / 100:
+                found.append(
+                    f"{contestant.key} at {text}: of {offered.due} due, {offered.not_sent} not "
+                    f"sent (every connection waiting), {offered.late} sent more than "
+                    f"{LATE_MS:g} ms late (the client fell behind)"
+                )
+    for name, counts in written.items():
+        if counts.orders_while_measured != counts.answered_201:
+            found.append(
+                f"{name}: {counts.orders_while_measured} orders written while measured for "
+                f"{counts.answered_201} answers of 201"
+            )
+        if counts.outbox_rows != OUTBOX_ROWS_PER_ORDER * counts.orders:
+            found.append(
+                f"{name}: {counts.outbox_rows} outbox rows for {counts.orders} orders, "
+                f"{OUTBOX_ROWS_PER_ORDER} expected each"
+            )
+    shapes = {c.key: c.figures.shape for c in contestants}
+    if len({json.dumps(s, sort_keys=True) for s in shapes.values()}) > 1:
+        found.append(f"the answers differ in shape: {shapes}")
+    return found
+
+
+def report(
+    args: argparse.Namespace,
+    contestants: list[Contestant],
+    written: dict[str, Written],
+    rates: list[Rate],
+) -> tuple[list[Comparison], list[str]]:
+    hot = any(c.workload.name == "hot" for c in contestants)
     print(
         f"POST /v1/orders: {args.connections} connections; {args.rounds} rounds of "
-        f"{args.seconds:g} s per server, in turns, after {args.warmup:g} s of warm-up; "
-        f"baskets of 1-3 lines over {args.products} products"
+        f"{args.seconds:g} s per measurement, in turns, after {args.warmup:g} s of warm-up "
+        f"each; spread: baskets of 1-3 lines over {args.products} products"
+        + (f"; hot: one {HOT_SKU} in every basket" if hot else "")
     )
     print(
         f"load generator: {args.client} on uvloop, in this process"
         + (" (it costs the client less CPU than httpx)" if args.client == "aiohttp" else "")
     )
-    print(f"  {'':24}{'orders/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}")
-    for server, figures in results:
+    print("saturation (closed loop)")
+    print(f"  {'':8}{'':30}{'orders/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}")
+    for c in contestants:
+        f = c.figures
         print(
-            f"  {server.label:24}{figures.rate:9,.0f}{figures.percentile(0.5):9.1f}"
-            f"{figures.percentile(0.99):9.1f}{figures.percentile(1.0):9.1f}"
-            f"{sum(figures.errors.values()):8d}"
+            f"  {c.workload.name:8}{c.label:30}{f.rate:9,.0f}{f.percentile(0.5):9.1f}"
+            f"{f.percentile(0.99):9.1f}{f.percentile(1.0):9.1f}{sum(f.errors.values()):8d}"
         )
-    by_name = {server.name: figures for server, figures in results}
-    if len(by_name) == 2:
-        baseline, service = by_name["baseline"], by_name["service"]
-        ratio = service.rate / baseline.rate if baseline.rate else float("nan")
-        p99 = service.percentile(0.99)
-        print(
-            f"  {'ratio service/baseline':24}{ratio:9.2f}   goals: ratio >= 0.80 "
-            f"{'met' if ratio >= 0.8 else 'MISSED'}, service p99 <= 50 ms "
-            f"{'met' if p99 <= 50 else 'MISSED'}"
-        )
-        rounds = zip(baseline.round_rates, service.round_rates, strict=True)
-        print(
-            "  by round (baseline, service, ratio): "
-            + "; ".join(f"{b:,.0f}, {s:,.0f}, {s / b:.2f}" for b, s in rounds if b)
-        )
+    by_key = {c.key: c for c in contestants}
+    pairs = [
+        ("spread (baseline, service)", "baseline", "service"),
+        ("hot (stock-first, service)", "stock_first_hot", "service_hot"),
+        ("service (spread, hot)", "service", "service_hot"),
+    ]
+    for title, first, second in pairs:
+        if first in by_key and second in by_key:
+            rounds = zip(
+                by_key[first].figures.round_rates, by_key[second].figures.round_rates, strict=True
+            )
+            print(
+                f"  by round, {title}: "
+                + "; ".join(f"{a:,.0f}, {b:,.0f}, {b / a:.2f}" for a, b in rounds if a)
+            )
+    if "baseline" in by_key and by_key["baseline"].figures.rate:
+        saturated = by_key["baseline"].figures.rate
         # Little's law: with every connection always waiting, the mean latency is
         # connections / throughput, whatever the server does.
         print(
-            f"  at {args.connections} connections, {baseline.rate:,.0f} orders/s means a mean "
-            f"latency of {args.connections / baseline.rate * 1000:.0f} ms for the baseline"
-            if baseline.rate
-            else ""
+            f"  at {args.connections} connections, {saturated:,.0f} orders/s means a mean "
+            f"latency of {args.connections / saturated * 1000:.0f} ms for the baseline"
         )
-    print(f"CPU while measured, % of one core ({CORES} cores: {100 * CORES}%)")
+    offered = [c for c in contestants if c.offered]
+    if offered:
+        print(
+            f"latency at an offered rate (open loop, spread baskets, evenly spaced, from each "
+            f"request's scheduled time; at most {args.open_connections} waiting; a % is of "
+            f"the baseline's saturation figure)"
+        )
+        print(
+            f"  {'':18}{'':24}{'orders/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}"
+            f"{'failed':>8}{'late':>6}{'unsent':>8}"
+        )
+        for rate in rates:
+            for c in offered:
+                o = c.offered[rate.text]
+                where = f"{rate.text} = {o.rate:,.0f}/s" if rate.relative else f"{o.rate:,.0f}/s"
+                print(
+                    f"  {where:18}{c.label:24}{o.answered_per_second:9,.0f}"
+                    f"{o.percentile(0.5):9.1f}{o.percentile(0.99):9.1f}{o.percentile(1.0):9.1f}"
+                    f"{sum(o.failed.values()):8d}{o.late:6d}{o.not_sent:8d}"
+                )
+    print(f"CPU while saturated, % of one core ({CORES} cores: {100 * CORES}%)")
     columns = f"{'server':>8}{'ms/order':>10}{'client':>8}{'postgres':>10}{'other':>7}{'idle':>6}"
-    print(f"  {'':24}{columns}")
-    for server, figures in results:
-        cpu = figures.cpu
-        per_order = cpu["server"] * 1000 / figures.rate if figures.rate else float("nan")
+    print(f"  {'':8}{'':30}{columns}")
+    for c in contestants:
+        cpu, orders_per_second = c.figures.cpu, c.figures.rate
+        per_order = cpu["server"] * 1000 / orders_per_second if orders_per_second else math.nan
         # PostgreSQL's share is unknown (NaN, and counted in other) when it is not ours.
         ours = f"{'n/a':>10}" if math.isnan(cpu["postgres"]) else f"{cpu['postgres']:10.0%}"
         print(
-            f"  {server.label:24}{cpu['server']:8.0%}{per_order:10.2f}{cpu['client']:8.0%}"
-            f"{ours}{cpu['other']:7.0%}{cpu['idle']:6.0%}"
+            f"  {c.workload.name:8}{c.label:30}{cpu['server']:8.0%}{per_order:10.2f}"
+            f"{cpu['client']:8.0%}{ours}{cpu['other']:7.0%}{cpu['idle']:6.0%}"
         )
-    for server, figures in results:
-        for error, times in figures.errors.most_common(5):
-            print(f"  !! {server.name}: {times} x {error}")
-        if figures.orders_written != len(figures.latencies):
-            print(
-                f"  !! {server.name}: {figures.orders_written} orders written for "
-                f"{len(figures.latencies)} answers of 201"
-            )
-    if len(by_name) == 2 and by_name["baseline"].shape != by_name["service"].shape:
-        print(f"  !! the answers differ: {by_name['baseline'].shape} vs {by_name['service'].shape}")
+    print("database after the run")
+    for name, counts in written.items():
+        print(
+            f"  {name}: {counts.orders:,} orders, {counts.outbox_rows:,} outbox rows "
+            f"({OUTBOX_ROWS_PER_ORDER} expected per order: OrderCreated); "
+            f"{counts.orders_while_measured:,} orders written while measured, "
+            f"{counts.answered_201:,} answers of 201"
+        )
+    compared = comparisons(by_key, rates)
+    problems = problems_of(contestants, written)
+    for problem in problems:
+        print(f"  !! {problem}")
+    print("summary")
+    print(f"  {'':58}{'figure':>9}{'baseline':>10}{'ratio':>7}   goal")
+    for comparison in compared:
+        print(
+            f"  {comparison.name:58}{comparison.figure:9,.1f}{comparison.baseline:10,.1f}"
+            f"{comparison.ratio:7.2f}   {comparison.goal} "
+            f"{'met' if comparison.met else 'MISSED'}"
+        )
+    print(f"  problems: {len(problems)}" + (" (the !! lines above)" if problems else ""))
+    return compared, problems
+
+
+def _number(value: float) -> float | None:
+    """JSON has no NaN."""
+    return None if math.isnan(value) else round(value, 3)
+
+
+def figures_json(
+    args: argparse.Namespace,
+    contestants: list[Contestant],
+    written: dict[str, Written],
+    compared: list[Comparison],
+    problems: list[str],
+) -> dict[str, Any]:
+    def closed(c: Contestant) -> dict[str, Any]:
+        f = c.figures
+        return {
+            "label": c.label,
+            "workload": c.workload.name,
+            "orders_per_second": _number(f.rate),
+            "p50_ms": _number(f.percentile(0.5)),
+            "p99_ms": _number(f.percentile(0.99)),
+            "max_ms": _number(f.percentile(1.0)),
+            "errors": sum(f.errors.values()),
+            "round_rates": [_number(rate) for rate in f.round_rates],
+            "cpu_share": {part: _number(share) for part, share in f.cpu.items()},
+        }
+
+    def offered(o: OpenLoopFigures) -> dict[str, Any]:
+        return {
+            "offered_per_second": _number(o.rate),
+            "answered_per_second": _number(o.answered_per_second),
+            "p50_ms": _number(o.percentile(0.5)),
+            "p99_ms": _number(o.percentile(0.99)),
+            "max_ms": _number(o.percentile(1.0)),
+            "due": o.due,
+            "failed": sum(o.failed.values()),
+            "late": o.late,
+            "not_sent": o.not_sent,
+        }
+
+    return {
+        "bench": "checkout",
+        "settings": {
+            "connections": args.connections,
+            "seconds": args.seconds,
+            "rounds": args.rounds,
+            "warmup": args.warmup,
+            "products": args.products,
+            "product": args.product,
+            "hot_sku": HOT_SKU,
+            "rates": args.rate,
+            "open_connections": args.open_connections,
+            "late_ms": LATE_MS,
+            "client": args.client,
+            "cores": CORES,
+        },
+        "saturation": {c.key: closed(c) for c in contestants},
+        "offered": {
+            c.key: {text: offered(o) for text, o in c.offered.items()}
+            for c in contestants
+            if c.offered
+        },
+        "database": {
+            name: {
+                "orders": w.orders,
+                "outbox_rows": w.outbox_rows,
+                "outbox_rows_expected_per_order": OUTBOX_ROWS_PER_ORDER,
+                "orders_while_measured": w.orders_while_measured,
+                "answered_201": w.answered_201,
+            }
+            for name, w in written.items()
+        },
+        "comparisons": [
+            {
+                "name": c.name,
+                "figure": _number(c.figure),
+                "baseline": _number(c.baseline),
+                "ratio": _number(c.ratio),
+                "goal": c.goal,
+                "met": c.met,
+            }
+            for c in compared
+        ],
+        "problems": problems,
+    }
+
+
+def parse_rates(text: str) -> list[Rate]:
+    """``50%,80%`` (fractions of the baseline's saturation figure) or ``100,150``
+    (requests/s), or both mixed; ``off`` for none."""
+    if text.strip().lower() in {"", "off", "none"}:
+        return []
+    rates = []
+    for part in text.split(","):
+        item = part.strip()
+        try:
+            if item.endswith("%"):
+                rate = Rate(item, float(item[:-1]) / 100, relative=True)
+            else:
+                rate = Rate(item, float(item), relative=False)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a rate: {item!r} (say 50% or 120)") from None
+        if rate.value <= 0:
+            raise argparse.ArgumentTypeError(f"a rate must be positive, not {item!r}")
+        rates.append(rate)
+    return rates
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--seconds", type=float, default=5.0, help="measured per server in each round"
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "--rounds", type=int, default=3, help="the servers are measured in turns, this often"
+        "--seconds",
+        type=float,
+        default=5.0,
+        help="measured per server and workload in each round, and at each rate",
     )
-    parser.add_argument("--warmup", type=float, default=3.0, help="not measured, per server")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="the measurements take turns, this often"
+    )
+    parser.add_argument("--warmup", type=float, default=3.0, help="not measured, per measurement")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--pool", type=int, default=32, help="database connections per server")
     parser.add_argument(
         "--products",
         type=int,
         default=1000,
-        help="catalogue size (the 12 development products, then made-up ones); with few, "
-        "concurrent checkouts queue on the same rows' locks",
+        help="catalogue size of the spread baskets (the 12 development products, then "
+        "made-up ones); with few, concurrent checkouts queue on the same rows' locks",
+    )
+    parser.add_argument(
+        "--product",
+        choices=["spread", "hot"],
+        default="hot",
+        help="spread: baskets over the catalogue only; hot (the default): also every "
+        f"checkout one {HOT_SKU}, for the service and the stock-first baseline",
+    )
+    parser.add_argument(
+        "--rate",
+        type=parse_rates,
+        default=parse_rates("50%,80%"),
+        metavar="RATES",
+        help="offered rates of the open loop, comma-separated: 50%% (of the baseline's "
+        "saturation figure, measured first) or 120 (requests/s); off for none "
+        "(default: 50%%,80%%)",
+    )
+    parser.add_argument(
+        "--open-connections",
+        type=int,
+        default=128,
+        help="open loop: at most this many requests waiting for answers; one due when all "
+        "wait is counted, not sent",
     )
     parser.add_argument("--client", choices=sorted(CLIENTS), default="aiohttp")
     parser.add_argument("--only", choices=["baseline", "service"], help="measure one server")
     parser.add_argument(
         "--profile",
         metavar="FILE",
-        help="cProfile order-service during the measured seconds; pstats to FILE",
+        help="cProfile order-service during its measured seconds of spread baskets; pstats to FILE",
     )
+    parser.add_argument("--json", metavar="PATH", help="also write the figures there, as JSON")
     args = parser.parse_args()
+    rates: list[Rate] = args.rate
+    args.rate = ",".join(rate.text for rate in rates) or "off"
     args.products = max(3, args.products)
     products = catalogue(args.products)
     profile = str(Path(args.profile).resolve()) if args.profile else None
+    spread = Workload("spread", baskets(BASKETS, [sku for sku, *_ in products]))
+    hot = Workload("hot", [json.dumps({"items": [{"sku": HOT_SKU, "quantity": 1}]}).encode()])
     with (
         tempfile.TemporaryDirectory(prefix="bench-checkout-") as workdir,
         postgres(Path(workdir)) as (service_url, baseline_url, postgres_pid),
@@ -540,17 +959,27 @@ def main() -> None:
             rounds=args.rounds,
             warmup=args.warmup,
             connections=args.connections,
+            open_connections=args.open_connections,
             client=args.client,
-            bodies=baskets(BASKETS, [sku for sku, *_ in products]),
+            rates=rates,
             tokens=customer_tokens(),
             postgres_pid=postgres_pid,
             workdir=Path(workdir),
         )
-        chosen = servers(service_url, baseline_url, args.pool, profile)
-        results = measure([s for s in chosen if args.only in (None, s.name)], plan)
-    report(args, results)
+        chosen = [
+            server
+            for server in servers(service_url, baseline_url, args.pool, profile)
+            if args.only in (None, server.name)
+        ]
+        contestants = contestants_of(chosen, spread, hot if args.product == "hot" else None)
+        written = measure(contestants, plan)
+    compared, problems = report(args, contestants, written, rates)
     if profile:
-        print(f"cProfile of order-service's measured seconds: {profile} (python -m pstats)")
+        print(f"  cProfile of order-service's measured seconds: {profile} (python -m pstats)")
+    if args.json:
+        document = figures_json(args, contestants, written, compared, problems)
+        Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
+        print(f"  figures as JSON: {args.json}")
 
 
 if __name__ == "__main__":

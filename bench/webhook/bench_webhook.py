@@ -29,6 +29,7 @@ from pathlib import Path
 
 import aiohttp
 
+from shop.devstack.open_loop import OpenLoopFigures, open_loop
 from shop.devstack.parts import postgres_part
 from shop.devstack.process import ManagedProcess, free_port, port_accepts
 from shop.devstack.settings import DevstackSettings
@@ -38,6 +39,8 @@ from shop.simulators.gateway import SHOP_SIGNATURE_HEADER, shop_signature
 HERE = Path(__file__).resolve().parent
 SECRET = "whsec_bench-secret"
 ORDER_ID = str(uuid.uuid4())
+LATE_MS = 5.0
+"""An open-loop request sent later than this after its scheduled time counts as late."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,22 +145,20 @@ async def closed_loop(url: str, connections: int, seconds: float) -> Figures:
     return figures
 
 
-async def open_loop(url: str, rate: int, seconds: float) -> Figures:
-    figures = Figures([], seconds)
+async def offered_load(url: str, rate: int, seconds: float) -> tuple[Figures, OpenLoopFigures]:
+    """``rate`` requests/s on schedule (:mod:`shop.devstack.open_loop`), each on a connection
+    of its own if need be: the figures for the table, and the open loop's (what was late)."""
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
 
-        async def one(due: float) -> None:
-            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        async def send() -> str | None:
             body, headers = signed_request()
             async with session.post(url, data=body, headers=headers) as reply:
                 await reply.read()
-                if reply.status != 200:
-                    figures.errors += 1
-            figures.latencies_ms.append((time.perf_counter() - due) * 1000)
+                return None if reply.status == 200 else str(reply.status)
 
-        start = time.perf_counter() + 0.1
-        await asyncio.gather(*(one(start + i / rate) for i in range(int(rate * seconds))))
-    return figures
+        offered = await open_loop(send, rate=rate, seconds=seconds, late_ms=LATE_MS)
+    figures = Figures(offered.latencies_ms, seconds, errors=sum(offered.failed.values()))
+    return figures, offered
 
 
 def merged(parts: list[Figures]) -> Figures:
@@ -191,6 +192,7 @@ def main() -> None:
             ]
             saturated: dict[str, list[Figures]] = {s.name: [] for s in servers}
             offered: dict[str, list[Figures]] = {s.name: [] for s in servers}
+            behind = {s.name: OpenLoopFigures(rate=args.rate, seconds=0) for s in servers}
             for _ in range(args.rounds):
                 for server in servers:  # in turns, so a drift of the machine hits both
                     url = f"http://127.0.0.1:{server.port}/v1/payments/webhook"
@@ -199,14 +201,15 @@ def main() -> None:
                         saturated[server.name].append(
                             asyncio.run(closed_loop(url, args.connections, args.seconds))
                         )
-                        offered[server.name].append(
-                            asyncio.run(open_loop(url, args.rate, args.seconds))
-                        )
+                        figures, schedule = asyncio.run(offered_load(url, args.rate, args.seconds))
+                        offered[server.name].append(figures)
+                        behind[server.name].add(schedule)
     report(
         args,
         {k: merged(v) for k, v in saturated.items()},
         {k: merged(v) for k, v in offered.items()},
         saturated,
+        behind,
     )
 
 
@@ -215,6 +218,7 @@ def report(
     saturated: dict[str, Figures],
     offered: dict[str, Figures],
     rounds: dict[str, list[Figures]],
+    behind: dict[str, OpenLoopFigures],
 ) -> None:
     print(
         f"POST /v1/payments/webhook: {args.rounds} rounds of {args.seconds:g} s per server, in "
@@ -242,6 +246,13 @@ def report(
         for u, s in zip(rounds["unverified"], rounds["signed"], strict=True)
     )
     print(f"  by round (unverified/signed req/s): {by_round}")
+    for name, schedule in behind.items():
+        if schedule.late or schedule.not_sent:
+            print(
+                f"  !! {name}, open loop: {schedule.late} of {schedule.due} requests sent more "
+                f"than {LATE_MS:g} ms behind schedule (the client fell behind), "
+                f"{schedule.not_sent} not sent"
+            )
 
 
 if __name__ == "__main__":

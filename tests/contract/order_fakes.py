@@ -51,7 +51,7 @@ class FakeCheckout:
     async def claim_key(self, customer_id: str, key: str, request_hash: str) -> StoredAnswer | None:
         return None
 
-    async def lock_products(self, skus: Sequence[str]) -> dict[str, StockedProduct]:
+    async def read_products(self, skus: Sequence[str]) -> dict[str, StockedProduct]:
         catalogue = {str(product["sku"]): product for product in SEED_PRODUCTS}
         return {
             sku: StockedProduct(
@@ -61,8 +61,8 @@ class FakeCheckout:
             if sku in catalogue
         }
 
-    async def take_stock(self, quantities: Mapping[str, int]) -> None:
-        return None
+    async def take_stock(self, quantities: Mapping[str, int]) -> dict[str, StockedProduct]:
+        return await self.read_products(sorted(quantities))
 
     async def insert_order(self, order: OrderCreated) -> None:
         self.book.orders[order.order_id] = OrderRecord(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -97,16 +97,29 @@ class FakeDatabase:
         self.state = state or ShopState.seeded()
         self.taken_numbers: list[str] = []
         """Order numbers the next checkouts will find taken (a collision, drawn on purpose)."""
+        self.meanwhile: list[Callable[[ShopState], None]] = []
+        """What other transactions commit while the next checkouts write their orders (one
+        each, in turn): after a checkout read its products, before it takes their stock."""
+        self._committed_by_others: list[Callable[[ShopState], None]] = []
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
         saved = copy.deepcopy(self.state)
+        self._committed_by_others = []
         try:
             yield
         except BaseException:
             self.state.__dict__.update(saved.__dict__)
+            # What the others committed stays, as it would in the database.
+            for change in self._committed_by_others:
+                change(self.state)
             raise
         self.state.commits += 1
+
+    def others_commit(self, change: Callable[[ShopState], None]) -> None:
+        """``change`` committed by another transaction, while this one is open."""
+        change(self.state)
+        self._committed_by_others.append(change)
 
     def stores(self) -> Stores:
         return Stores(orders=FakeOrderStore(self), checkout=FakeCheckoutStore(self))
@@ -249,17 +262,24 @@ class FakeCheckout(_OnTheDatabase):
         assert answer is not None, "a claimed key without an answer was committed"
         return StoredAnswer(answer.status, answer.body, answer.order_id, replayed=True)
 
-    async def lock_products(self, skus: Sequence[str]) -> dict[str, StockedProduct]:
+    async def read_products(self, skus: Sequence[str]) -> dict[str, StockedProduct]:
+        return self._on_sale(skus)
+
+    async def take_stock(self, quantities: Mapping[str, int]) -> dict[str, StockedProduct]:
+        if self.database.meanwhile:
+            self.database.others_commit(self.database.meanwhile.pop(0))
+        locked = self._on_sale(sorted(quantities))
+        for sku, product in locked.items():
+            if product.stock >= quantities[sku]:
+                self.state.stock[sku] -= quantities[sku]
+        return locked
+
+    def _on_sale(self, skus: Sequence[str]) -> dict[str, StockedProduct]:
         return {
             sku: StockedProduct(sku, product.name, product.price, self.state.stock[sku])
             for sku in skus
             if (product := self.state.products.get(sku)) is not None
         }
-
-    async def take_stock(self, quantities: Mapping[str, int]) -> None:
-        for sku, quantity in quantities.items():
-            assert self.state.stock[sku] >= quantity, "the stock's CHECK constraint"
-            self.state.stock[sku] -= quantity
 
     async def insert_order(self, order: OrderCreated) -> None:
         if self.database.taken_numbers:

@@ -128,12 +128,19 @@ class CheckoutTransaction(Protocol):
         with the same key waits until the first commits or rolls back."""
         ...
 
-    async def lock_products(self, skus: Sequence[str]) -> dict[str, StockedProduct]:
-        """The products on sale among ``skus``, locked (in sku order, so that overlapping
-        checkouts queue instead of deadlocking)."""
+    async def read_products(self, skus: Sequence[str]) -> dict[str, StockedProduct]:
+        """The products on sale among ``skus`` as last committed, not locked: concurrent
+        checkouts of a product do not wait for each other here."""
         ...
 
-    async def take_stock(self, quantities: Mapping[str, int]) -> None: ...
+    async def take_stock(self, quantities: Mapping[str, int]) -> dict[str, StockedProduct]:
+        """Take ``quantities`` (by sku) off the shelf, each line only if that much is left:
+        the checkout's last step, for the products stay locked from here until the
+        transaction ends (locked in sku order, so that overlapping checkouts queue instead
+        of deadlocking). Returns the products on sale among them as locked, before anything
+        was taken: a line missing there, or wanting more than its stock, was not taken, and
+        the caller refuses the order (its transaction then rolls back what was)."""
+        ...
 
     async def insert_order(self, order: OrderCreated) -> None:
         """Record the order and its lines as its event states them; a drawn order number

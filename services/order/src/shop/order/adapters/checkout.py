@@ -31,15 +31,27 @@ ON CONFLICT DO NOTHING RETURNING key"""
 _STORED_ANSWER = """
 SELECT request_hash, response_status, response_body, order_id FROM idempotency_keys
 WHERE customer_id = $1 AND key = $2"""
-# Rows are locked in sku order, so concurrent checkouts of overlapping products queue up
-# instead of deadlocking.
-_LOCK_PRODUCTS = """
-SELECT sku, name, price, stock FROM products WHERE sku = ANY($1::varchar[]) AND active
-ORDER BY sku FOR UPDATE"""
+_READ_PRODUCTS = """
+SELECT sku, name, price, stock FROM products WHERE sku = ANY($1::varchar[]) AND active"""
+# The checkout's last statement: its products stay locked only until the commit that follows.
+# ``locked`` takes the row locks in sku order whatever plan the UPDATE gets, so that
+# checkouts of overlapping baskets queue instead of deadlocking; after a wait it holds the
+# rows as the checkout it waited for left them (read committed), and the UPDATE sees them so
+# too. NO KEY UPDATE, the lock the UPDATE takes itself, leaves the key-share locks of
+# foreign-key checks alone (the order lines' is checked at commit, migration 0005, when
+# the rows are this checkout's already). The rows come back as locked,
+# before the stock was taken: the use case sees from them which line was short
+# (``stock >= quantity`` here is its own rule) and what the order was charged against.
 _TAKE_STOCK = """
-UPDATE products SET stock = products.stock - wanted.quantity
-FROM unnest($1::varchar[], $2::int[]) AS wanted (sku, quantity)
-WHERE products.sku = wanted.sku"""
+WITH locked AS MATERIALIZED (
+    SELECT sku, name, price, stock FROM products WHERE sku = ANY($1::varchar[]) AND active
+    ORDER BY sku FOR NO KEY UPDATE),
+taken AS (
+    UPDATE products SET stock = products.stock - wanted.quantity
+    FROM locked, unnest($1::varchar[], $2::int[]) AS wanted (sku, quantity)
+    WHERE products.sku = locked.sku AND wanted.sku = locked.sku
+      AND products.stock >= wanted.quantity)
+SELECT sku, name, price, stock FROM locked"""
 # The order and its lines in one round trip (the foreign key is checked at the statement's
 # end, when the order row exists).
 _INSERT_ORDER = """
@@ -85,16 +97,13 @@ class AsyncpgCheckout:
             stored["response_status"], stored["response_body"], stored["order_id"], replayed=True
         )
 
-    async def lock_products(self, skus: Sequence[str]) -> dict[str, StockedProduct]:
-        rows = await self.connection.fetch(_LOCK_PRODUCTS, skus)
-        return {
-            row["sku"]: StockedProduct(row["sku"], row["name"], row["price"], row["stock"])
-            for row in rows
-        }
+    async def read_products(self, skus: Sequence[str]) -> dict[str, StockedProduct]:
+        return _products(await self.connection.fetch(_READ_PRODUCTS, skus))
 
-    async def take_stock(self, quantities: Mapping[str, int]) -> None:
+    async def take_stock(self, quantities: Mapping[str, int]) -> dict[str, StockedProduct]:
         skus = sorted(quantities)
-        await self.connection.execute(_TAKE_STOCK, skus, [quantities[sku] for sku in skus])
+        wanted = [quantities[sku] for sku in skus]
+        return _products(await self.connection.fetch(_TAKE_STOCK, skus, wanted))
 
     async def insert_order(self, order: OrderCreated) -> None:
         lines = order.lines
@@ -127,3 +136,10 @@ class AsyncpgCheckout:
         await self.connection.execute(
             _STORE_ANSWER, customer_id, key, answer.order_id, answer.status, answer.body
         )
+
+
+def _products(rows: Sequence[asyncpg.Record]) -> dict[str, StockedProduct]:
+    return {
+        row["sku"]: StockedProduct(row["sku"], row["name"], row["price"], row["stock"])
+        for row in rows
+    }

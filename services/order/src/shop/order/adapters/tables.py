@@ -73,7 +73,13 @@ order_items = Table(
     metadata,
     Column("order_id", Uuid, ForeignKey("orders.id", ondelete="CASCADE"), nullable=False),
     Column("line_no", SmallInteger, nullable=False),
-    Column("sku", String(64), ForeignKey("products.sku"), nullable=False),
+    # Checked at commit (migration 0005): by then the checkout holds the product's row.
+    Column(
+        "sku",
+        String(64),
+        ForeignKey("products.sku", deferrable=True, initially="DEFERRED"),
+        nullable=False,
+    ),
     Column("name", String(200), nullable=False),
     Column("quantity", Integer, nullable=False),
     Column("unit_price", BigInteger, nullable=False),

@@ -56,3 +56,13 @@ class OrderNumberTaken(Exception):
     """A random order number was drawn twice; the checkout draws again. Not a refusal of
     the request (so not a :class:`DomainError`): the customer never sees it unless it
     happens on every attempt, which is a defect."""
+
+
+class ProductChanged(Exception):
+    """A product's name or price changed while a checkout wrote its order with the ones it
+    read: the checkout begins again, with the new ones. Not a refusal of the request either:
+    the customer never sees it unless it happens on every attempt."""
+
+    def __init__(self, skus: list[str]) -> None:
+        super().__init__(f"changed while ordered: {', '.join(skus)}")
+        self.skus = skus
