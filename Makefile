@@ -12,7 +12,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 
 PYTEST_ARGS ?=
 
-.PHONY: help install run test chaos lint typecheck contracts pytest format bench bench-relay bench-consume bench-checkout bench-notify bench-webhook bench-retention clean clean-data
+.PHONY: help install run test chaos lint typecheck contracts pytest format bench bench-relay bench-consume bench-checkout bench-notify bench-webhook bench-retention bench-e2e clean clean-data
 
 help:
 	@echo "make run    start the shop on embedded infrastructure (Ctrl-C stops it);"
@@ -100,7 +100,7 @@ chaos: install
 	if [ -n "$$failed" ]; then echo "chaos failed on:$$failed"; exit 1; fi
 
 # Benchmarks measure speed (tests never do); each prints its baseline from the same run.
-bench: bench-relay bench-consume bench-checkout bench-notify bench-webhook bench-retention
+bench: bench-relay bench-consume bench-checkout bench-notify bench-webhook bench-retention bench-e2e
 
 bench-relay: install
 	$(RUN) python bench/relay/bench_relay.py
@@ -120,6 +120,13 @@ bench-webhook: install
 
 bench-retention: install
 	$(RUN) python bench/retention/bench_retention.py
+
+# The whole shop as make run starts it, at a steady rate (BENCH_E2E_ARGS="--bus sqs" …;
+# --help lists them).
+BENCH_E2E_ARGS ?=
+
+bench-e2e: install
+	$(RUN) python bench/e2e/bench_e2e.py $(BENCH_E2E_ARGS)
 
 format: install
 	$(RUN) ruff format .
