@@ -38,11 +38,11 @@ from typing import Any
 
 import asyncpg
 
+from shop.devstack.cpu import family_seconds
 from shop.devstack.parts import Part, aws_part, kafka_part, postgres_part
 from shop.devstack.settings import DevstackSettings
 
 HERE = Path(__file__).resolve().parent
-TICKS = os.sysconf("SC_CLK_TCK")
 SIDES = ("bare", "library", "library+spans")
 PARTITIONS = 6
 IN_FLIGHT = 16
@@ -180,41 +180,15 @@ def run_child(
     side: str, command: list[str], postgres_pid: int | None, timeout: float
 ) -> tuple[dict[str, Any], float]:
     """The child's figures, and PostgreSQL's CPU seconds while it ran."""
-    postgres_before = tree_cpu_seconds(postgres_pid)
+    postgres_before = family_seconds(postgres_pid) if postgres_pid else 0.0
     finished = subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
-    postgres_cpu = tree_cpu_seconds(postgres_pid) - postgres_before
+    postgres_cpu = (family_seconds(postgres_pid) if postgres_pid else 0.0) - postgres_before
     if finished.returncode != 0:
         raise SystemExit(f"{side} failed ({finished.returncode}):\n{finished.stderr[-3000:]}")
     result_lines = [line for line in finished.stdout.splitlines() if line.startswith("{")]
     if not result_lines:
         raise SystemExit(f"{side} printed no figures:\n{finished.stderr[-3000:]}")
     return json.loads(result_lines[-1]), postgres_cpu
-
-
-def tree_cpu_seconds(pid: int | None) -> float:
-    """CPU seconds of ``pid`` and all its descendants, those that have ended included (a
-    parent's reaped children count in its own ``cutime``/``cstime``): PostgreSQL's backends
-    end with the consumer that opened them."""
-    if pid is None:
-        return 0.0
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                with open(f"/proc/{entry.name}/stat") as stat:
-                    fields = stat.read().rpartition(")")[2].split()
-                parents[int(entry.name)] = int(fields[1])
-                times[int(entry.name)] = sum(int(f) for f in fields[11:15]) / TICKS
-    total, tree = 0.0, {pid}
-    for process in sorted(parents):  # a child's pid is not always above its parent's
-        ancestor = process
-        while ancestor in parents and ancestor not in tree and ancestor > 1:
-            ancestor = parents[ancestor]
-        if ancestor in tree:
-            tree.add(process)
-            total += times.get(process, 0.0)
-    return total
 
 
 async def publish(settings: dict[str, Any], count: int, groups: list[str]) -> None:

@@ -106,6 +106,11 @@ class KafkaSettings(BaseModel):
     a provider's open breaker), which may last long: Kafka's 5 minutes would take its
     partitions away mid-outage, to a replica waiting on the same outage, and hand the
     held messages to both. A dead consumer is still found by its session timeout."""
+    fetch_max_wait_ms: int = Field(default=100, ge=1, le=500)
+    """Longest a consumer's fetch waits on the broker when nothing new is there. Kafka
+    answers a waiting fetch as soon as a record arrives, so this only bounds the idle
+    polls; a broker that answers at the end of the wait (the development broker) adds up
+    to this to each hop, which at Kafka's 500 ms doubled a checkout's order→e-mail time."""
     client_id: str = "shop"
     request_timeout_ms: int = Field(default=40_000, ge=1_000)
     """How long a publish may wait for the broker before it counts as failed (the relay

@@ -367,6 +367,7 @@ class GroupMember:
             session_timeout_ms=settings.session_timeout_ms,
             heartbeat_interval_ms=max(settings.session_timeout_ms // 3, 100),
             max_poll_interval_ms=settings.max_poll_interval_ms,
+            fetch_max_wait_ms=settings.fetch_max_wait_ms,
             listener=_Rebalance(revoked, assigned),
             parser=record_as_it_came,
             decoder=record_itself,
