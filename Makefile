@@ -100,7 +100,8 @@ chaos: install
 	if [ -n "$$failed" ]; then echo "chaos failed on:$$failed"; exit 1; fi
 
 # Benchmarks measure speed (tests never do); each prints its baseline from the same run.
-bench: bench-relay bench-consume bench-checkout bench-notify bench-webhook bench-retention bench-e2e
+bench: install
+	$(RUN) python bench/report.py
 
 bench-relay: install
 	$(RUN) python bench/relay/bench_relay.py
