@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from typing import Final
 
-import asyncpg
 import structlog
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -19,9 +18,9 @@ log = structlog.get_logger("shop.messaging")
 _RECORD: Final = """
 INSERT INTO inbox (consumer, event_id, message_type) VALUES ($1, $2, $3)
 ON CONFLICT DO NOTHING RETURNING event_id"""
-"""One prepared statement on the driver's connection: through the ORM session, the inbox
-row and the session's own transaction cost more CPU than the handler's work (make
-bench-consume). The handler's session joins the same transaction."""
+"""Plain SQL on the connection: through the ORM session, the inbox row and the session's
+own transaction cost more CPU than the handler's work (make bench-consume). The handler's
+session joins the connection's transaction."""
 
 
 class Inbox:
@@ -66,12 +65,8 @@ class Inbox:
 async def _record(
     connection: AsyncConnection, consumer: str | None, event_id: object, type_: str
 ) -> bool:
-    """Record the message in the inbox; False when it was recorded before."""
-    driver: asyncpg.Connection = (await connection.get_raw_connection()).driver_connection
-    try:
-        return await driver.fetchval(_RECORD, consumer, event_id, type_) is not None
-    except BaseException:
-        if driver.is_closed():
-            # SQLAlchemy never saw this error: its pool must not hand the connection out again.
-            await connection.invalidate()
-        raise
+    """Record the message in the inbox; False when it was recorded before. Through the
+    connection's own execute, not the driver's: that is what begins the transaction (an
+    INSERT sent to the driver directly commits on its own, before the handler has run)."""
+    result = await connection.exec_driver_sql(_RECORD, (consumer, event_id, type_))
+    return result.first() is not None
