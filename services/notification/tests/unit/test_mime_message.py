@@ -98,3 +98,17 @@ def test_a_long_message_id_is_not_folded() -> None:
     )
     parsed = email.message_from_bytes(flattened(message), policy=email.policy.default)
     assert str(parsed["Message-ID"]) == message_id
+
+
+def test_a_line_beginning_with_from_is_left_as_it_is() -> None:
+    # An mbox habit: "From " at a line's start written as ">From ".
+    email_ = an_email("budi@example.com")
+    text = "Dari toko kami:\nFrom Nature Skincare, with love"
+    message = mime_message(
+        Email(email_.to, email_.subject, text, email_.html, email_.message_id),
+        sender="Toko <orders@shop.example>",
+    )
+    parsed = email.message_from_bytes(flattened(message), policy=email.policy.default)
+    plain = parsed.get_body(preferencelist=("plain",))
+    assert plain is not None
+    assert lines(plain.get_content()) == lines(text)

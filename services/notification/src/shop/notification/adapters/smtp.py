@@ -187,10 +187,11 @@ def _text_part(text: str, subtype: str) -> MIMENonMultipart:
     return part
 
 
-_UNFOLDED: Final = compat32.clone(linesep="\r\n", max_line_length=998)
+_UNFOLDED: Final = compat32.clone(linesep="\r\n", max_line_length=998, mangle_from_=False)
 """How the fast path's messages are written: lines end as SMTP's do, and a header is folded
 only beyond SMTP's line limit (at 78, a Message-ID, which has no space to fold at, was
-folded before it, and came back with a space in front)."""
+folded before it, and came back with a space in front), and a line that begins "From " is
+left as it is (compat32's mbox habit writes it ">From ")."""
 
 
 def flattened(message: Message) -> bytes:
