@@ -5,8 +5,9 @@ endpoints (``baseline_app.py``), measured in the same run. Run: ``make bench-che
   its next checkout as soon as the last is answered, for
   - *spread* baskets (1 to 3 lines over the catalogue): the service next to the baseline
     doing the same SQL work;
-  - with ``--product hot`` (the default), also a *hot* product (every checkout one unit of
-    the same product, a flash sale): the service next to its own spread figure, and next to
+  - with ``--product hot`` (the default), also a *hot* product (the same baskets, each with
+    the same product as its first line, a flash sale): the service next to its own spread
+    figure, and next to
     the naive stock-first checkout (the products locked first, ``/stock-first/v1/orders``);
 - latency at a fixed offered rate (open loop, ``--rate``): spread checkouts sent on schedule
   whatever the answers do, each latency from its scheduled time
@@ -229,6 +230,23 @@ def baskets(count: int, skus: list[str]) -> list[bytes]:
         items = [{"sku": sku, "quantity": chooser.randint(1, 3)} for sku in lines]
         bodies.append(json.dumps({"items": items}).encode())
     return bodies
+
+
+def with_the_hot_product(bodies: list[bytes]) -> list[bytes]:
+    """The same baskets, each with its first line made of the hot product (the line already
+    of it, when there is one, swapped in first): every checkout wants it, and the work per
+    order (lines, units) is the spread baskets' own, so the two figures compare."""
+    hot_bodies = []
+    for body in bodies:
+        items = json.loads(body)["items"]
+        skus = [item["sku"] for item in items]
+        if HOT_SKU in skus:
+            at = skus.index(HOT_SKU)
+            items[0], items[at] = items[at], items[0]
+        else:
+            items[0] = {**items[0], "sku": HOT_SKU}
+        hot_bodies.append(json.dumps({"items": items}).encode())
+    return hot_bodies
 
 
 def customer_tokens() -> list[str]:
@@ -685,7 +703,7 @@ def report(
         f"POST /v1/orders: {args.connections} connections; {args.rounds} rounds of "
         f"{args.seconds:g} s per measurement, in turns, after {args.warmup:g} s of warm-up "
         f"each; spread: baskets of 1-3 lines over {args.products} products"
-        + (f"; hot: one {HOT_SKU} in every basket" if hot else "")
+        + (f"; hot: the same baskets, each with {HOT_SKU} as its first line" if hot else "")
     )
     print(
         f"load generator: {args.client} on uvloop, in this process"
@@ -946,7 +964,7 @@ def main() -> None:
     products = catalogue(args.products)
     profile = str(Path(args.profile).resolve()) if args.profile else None
     spread = Workload("spread", baskets(BASKETS, [sku for sku, *_ in products]))
-    hot = Workload("hot", [json.dumps({"items": [{"sku": HOT_SKU, "quantity": 1}]}).encode()])
+    hot = Workload("hot", with_the_hot_product(spread.bodies))
     with (
         tempfile.TemporaryDirectory(prefix="bench-checkout-") as workdir,
         postgres(Path(workdir)) as (service_url, baseline_url, postgres_pid),
