@@ -3,7 +3,7 @@ and problem documents work without a database."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 
 import httpx
@@ -12,10 +12,11 @@ import pytest
 from shop.contracts import OrderCreated
 from shop.order.bootstrap import build_app
 from shop.order.domain.status import OrderStatus
+from shop.order.service_layer.checkout import ATTEMPTS
 from shop.order.settings import OrderSettings
 from shop.simulators.identity import issue_token
 
-from .fakes import FakeDatabase
+from .fakes import FakeDatabase, ShopState
 
 SETTINGS = OrderSettings(environment="test", log_json=False)
 BODY = {"items": [{"sku": "SERUM-NIA-30", "quantity": 2}]}
@@ -93,3 +94,24 @@ async def test_the_openapi_document_names_every_order_status(client: httpx.Async
         schemas[status["$ref"].rsplit("/", 1)[-1]]["enum"] if "$ref" in status else status["enum"]
     )
     assert set(enum) == {s.value for s in OrderStatus}
+
+
+async def test_a_price_that_keeps_changing_during_the_checkout_is_a_409_not_a_500(
+    client: httpx.AsyncClient, database: FakeDatabase
+) -> None:
+    def new_price(price: int) -> Callable[[ShopState], None]:
+        def change(state: ShopState) -> None:
+            product = state.products["SERUM-NIA-30"]
+            state.products["SERUM-NIA-30"] = product.model_copy(update={"price": price})
+
+        return change
+
+    database.meanwhile = [new_price(90000 + n) for n in range(ATTEMPTS)]
+
+    response = await client.post("/v1/orders", json=BODY, headers={"Idempotency-Key": "k1"})
+
+    assert response.status_code == 409
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["title"] == "Product changed"
+    assert response.json()["skus"] == ["SERUM-NIA-30"]
+    assert database.state.outbox == []

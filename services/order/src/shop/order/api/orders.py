@@ -80,7 +80,7 @@ _THIS_ORDER = "$response.body#/id"
         },
         400: _problem("Missing Idempotency-Key header"),
         **_UNAUTHORIZED,
-        409: _problem("Not enough stock (names the sku)"),
+        409: _problem("Not enough stock (names the sku), or a product changed while ordered"),
         413: _problem("Body too large"),
         415: _problem("Body is not application/json"),
         422: _problem("Invalid body (names the fields), unknown sku, or key reused"),

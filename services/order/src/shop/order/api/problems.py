@@ -20,6 +20,7 @@ from shop.order.domain.errors import (
     InvalidCursor,
     InvalidTransition,
     OrderNotFound,
+    ProductChanged,
     UnknownProduct,
 )
 from shop.web import problems
@@ -49,7 +50,9 @@ class Problem(ProblemDocument):
     sku: str | None = Field(default=None, description="Insufficient stock: the short product.")
     requested: int | None = Field(default=None, description="Insufficient stock.")
     available: int | None = Field(default=None, description="Insufficient stock.")
-    skus: list[str] | None = Field(default=None, description="Unknown product(s).")
+    skus: list[str] | None = Field(
+        default=None, description="Unknown product(s), or those that changed while ordered."
+    )
     status_now: str | None = Field(
         default=None, description="Invalid order state: the order's status now."
     )
@@ -84,6 +87,12 @@ def install(app: FastAPI, routers: Sequence[APIRouter]) -> None:
     @app.exception_handler(DomainError)
     async def domain_error(_: Request, error: DomainError) -> JSONResponse:
         return _domain_problem(error)
+
+    @app.exception_handler(ProductChanged)
+    async def product_changed(_: Request, error: ProductChanged) -> JSONResponse:
+        # Its price or name changed under every attempt: nothing was ordered, and the
+        # customer should see the product as it is now before ordering it again.
+        return problem(409, "Product changed", str(error), skus=error.skus)
 
     # Committed or not, the same request with the same Idempotency-Key is safe to send
     # again: it makes the order at most once.
