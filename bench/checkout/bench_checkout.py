@@ -49,7 +49,7 @@ import asyncpg
 import httpx
 import uvloop
 
-from shop.devstack.cpu import CORES, machine_ticks, own_seconds, process_seconds, tree_seconds
+from shop.devstack.cpu import CORES, family_seconds, machine_ticks, own_seconds, process_seconds
 from shop.devstack.open_loop import OpenLoopFigures, Send, open_loop
 from shop.devstack.parts import postgres_part
 from shop.devstack.postgres import EmbeddedPostgres
@@ -270,11 +270,15 @@ class CpuMeter:
         self.postgres_pid = postgres_pid
         self.shares: dict[str, float] = {}
 
+    def _postgres_seconds(self) -> float:
+        # With the backends that ended meanwhile (a pool renews its connections).
+        return family_seconds(self.postgres_pid) if self.postgres_pid else 0.0
+
     def __enter__(self) -> CpuMeter:
         self.started = time.perf_counter()
         self.machine = machine_ticks()
         self.server = process_seconds(self.server_pid)
-        self.postgres = tree_seconds(self.postgres_pid)
+        self.postgres = self._postgres_seconds()
         self.client = own_seconds()
         return self
 
@@ -283,7 +287,7 @@ class CpuMeter:
         busy, total = machine_ticks()
         machine = (busy - self.machine[0]) / max(1, total - self.machine[1]) * CORES
         server = (process_seconds(self.server_pid) - self.server) / wall
-        postgres = (tree_seconds(self.postgres_pid) - self.postgres) / wall
+        postgres = (self._postgres_seconds() - self.postgres) / wall
         own = own_seconds() - self.client
         self.shares = {
             "server": server,

@@ -233,6 +233,18 @@ async def _nothing(_: object, __: object) -> None:
     return None
 
 
+async def consumed(url: str, consumer: str) -> int:
+    """The handler's rows of ``consumer``: one a message, or a message was lost or doubled."""
+    connection = await asyncpg.connect(url)
+    try:
+        rows: int = await connection.fetchval(
+            "SELECT count(*) FROM consumed WHERE consumer = $1", consumer
+        )
+        return rows
+    finally:
+        await connection.close()
+
+
 def measure(run: Run, sides: list[str], rounds: int) -> list[Turn]:
     """Every side's turns, in alternation, round after round."""
     print(f"{run.bus}: {run.count} OrderCreated messages a turn, {rounds} rounds; "
@@ -249,6 +261,9 @@ def measure(run: Run, sides: list[str], rounds: int) -> list[Turn]:
             figures, postgres_cpu = run_child(side, command, run.infra.postgres_pid, timeout=600)
             turn = Turn(side, figures["cpu"], figures["wall"], figures["handled"], postgres_cpu)
             turns.append(turn)
+            rows = asyncio.run(consumed(run.infra.database_url, groups[side]))
+            if rows != run.count:
+                print(f"  !! {side}: {rows} rows for {run.count} messages", flush=True)
             print(f"  round {round_} {side:14} {turn.cpu_ms_per_message:6.3f} ms CPU/message"
                   f"  {turn.rate:7.0f} messages/s"
                   f"  (PostgreSQL {postgres_cpu / run.count * 1000:5.3f} ms/message)",

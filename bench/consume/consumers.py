@@ -170,6 +170,7 @@ async def library(args: argparse.Namespace, clock: Clock, *, spans: bool) -> Non
     from shop.messaging import MessageContext, MessagingSettings, Router, Worker  # noqa: PLC0415
     from shop.messaging.logging import configure_logging  # noqa: PLC0415
     from shop.messaging.metrics import Metrics  # noqa: PLC0415
+    from shop.messaging.outcome import Ack  # noqa: PLC0415
     from shop.messaging.pipeline import OutcomeRecord  # noqa: PLC0415
     from shop.messaging.tracing.provider import TracingSettings, configure_tracing  # noqa: PLC0415
     from shop.messaging.transports import create_transport  # noqa: PLC0415
@@ -195,6 +196,8 @@ async def library(args: argparse.Namespace, clock: Clock, *, spans: bool) -> Non
         )
 
     def observe(record: OutcomeRecord) -> None:
+        if record.outcome != Ack():  # a retry, a dead letter or a duplicate is no message done
+            return
         clock.tick()
         if clock.done.is_set():
             worker.stop()

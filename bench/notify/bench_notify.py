@@ -1,11 +1,13 @@
 """Order e-mails: throughput of one notification worker (``python -m shop.notification.worker``)
-turning OrderCreated events into order-confirmation e-mails. Run: ``make bench-notify``.
+turning order events into e-mails. Run: ``make bench-notify``.
 
 1. Instant provider (an SMTP sink that answers at once): e-mails/s of the worker at max in
    flight 32, next to a baseline measured in the same run, in turns, round after round: the
    same number of the same e-mails rendered and sent straight to the sink, at the same
-   concurrency, by the service's own renderer and SMTP adapter, without bus, database or
-   worker (``baseline_sender.py``, a process of its own like the worker).
+   concurrency, by the service's own renderers and SMTP adapter, without bus, database or
+   worker (``baseline_sender.py``, a process of its own like the worker). Measured apart:
+   order confirmations (OrderCreated) and payment receipts, each with its invoice as a PDF
+   (OrderPaid).
 2. Slow provider (the service's fault injection: 0.3-3 s a send, no failures): e-mails/s of
    the worker at max in flight 1 and at 32, each over a fixed window, and the gain.
 
@@ -43,12 +45,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Final
 
 import asyncpg
 import structlog
 
 from shop.contracts import Envelope, OrderCreated, encode, wrap
 from shop.contracts.examples import examples
+from shop.contracts.orders import OrderFacts
 from shop.devstack import SmtpSink, TansuBroker
 from shop.devstack.cpu import CORES, machine_ticks, own_seconds, process_seconds, tree_seconds
 from shop.devstack.errors import DevstackError
@@ -58,7 +62,7 @@ from shop.devstack.process import ManagedProcess, free_port
 from shop.devstack.settings import DevstackSettings
 from shop.messaging import KafkaSettings, MessagingSettings
 from shop.messaging.testing import publish_with
-from shop.notification.domain.kinds import NotificationKind
+from shop.notification.domain.emails import CONFIRMATION, RECEIPT, OrderEmail
 from shop.notification.migrations import migrate
 from shop.notification.service_layer.notifier import message_id_domain
 from shop.notification.settings import FaultSettings, SmtpSettings
@@ -167,35 +171,39 @@ def fresh_namespace(scenario: str) -> str:
 # --- events and what they should become -------------------------------------------------
 
 
-def order_events(count: int) -> list[Envelope[OrderCreated]]:
-    """``count`` new orders (the contract's example with fresh ids, numbers and customers),
-    keyed by order as order-service's relay keys them."""
-    example = examples()[OrderCreated].model_dump()
+MAILS: Final = {"confirmation": CONFIRMATION, "receipt": RECEIPT}
+"""What is measured with the instant provider: order confirmations (OrderCreated), and
+receipts, which carry the order's invoice as a PDF (OrderPaid)."""
+
+
+def order_events(count: int, mail: OrderEmail = CONFIRMATION) -> list[Envelope[OrderFacts]]:
+    """``count`` events of new orders that each send ``mail`` (the contract's example with
+    fresh ids, numbers and customers), keyed by order as order-service's relay keys them."""
+    example = examples()[mail.event].model_dump()
     batch = uuid.uuid4().hex[:4].upper()
-    events = []
+    events: list[Envelope[OrderFacts]] = []
     for n in range(count):
         order_id = uuid.uuid4()
-        event = OrderCreated.model_validate(
-            {
-                **example,
-                "order_id": order_id,
-                "order_number": f"SK-{batch}-{n:05d}",
-                "customer_id": f"cust_bench_{n}",
-                "customer_email": f"bench{n}@example.com",
-                "placed_at": datetime.now(UTC),
-            }
-        )
+        fresh = {
+            "order_id": order_id,
+            "order_number": f"SK-{batch}-{n:05d}",
+            "customer_id": f"cust_bench_{n}",
+            "customer_email": f"bench{n}@example.com",
+        }
+        if mail.event is OrderCreated:
+            fresh["placed_at"] = datetime.now(UTC)
+        event = mail.event.model_validate({**example, **fresh})
         events.append(wrap(event, key=str(order_id)))
     return events
 
 
-def message_ids(events: list[Envelope[OrderCreated]]) -> set[str]:
-    """The Message-IDs the worker gives these orders' confirmations."""
-    kind = NotificationKind.ORDER_CONFIRMATION.value
+def message_ids(events: list[Envelope[OrderFacts]], mail: OrderEmail = CONFIRMATION) -> set[str]:
+    """The Message-IDs the worker gives these orders' e-mails."""
+    kind = mail.kind.value
     return {f"<{kind}.{e.payload.order_id}@{MESSAGE_ID_DOMAIN}>" for e in events}
 
 
-async def publish(bootstrap: str, namespace: str, events: list[Envelope[OrderCreated]]) -> None:
+async def publish(bootstrap: str, namespace: str, events: list[Envelope[OrderFacts]]) -> None:
     """Put ``events`` on the bus as order-service's relay would."""
     settings = MessagingSettings(
         transport="kafka",
@@ -443,12 +451,18 @@ def pid_of(process: ManagedProcess) -> int:
 
 
 def worker_round(
-    infra: Infrastructure, worker: ManagedProcess, setup: WorkerSetup, count: int, figures: Figures
+    infra: Infrastructure,
+    worker: ManagedProcess,
+    setup: WorkerSetup,
+    count: int,
+    figures: Figures,
+    *,
+    mail: OrderEmail = CONFIRMATION,
 ) -> None:
-    """Publish ``count`` orders to a worker that is ready and has joined its group; time
-    its e-mails from the first's arrival to the last's."""
-    events = order_events(count)
-    published = message_ids(events)
+    """Publish ``count`` orders' events to a worker that is ready and has joined its group;
+    time its e-mails from the first's arrival to the last's."""
+    events = order_events(count, mail)
+    published = message_ids(events, mail)
     before = set(asyncio.run(recorded_message_ids(setup.database_url)))
     infra.sink.clear()
     meter = CpuMeter(pid_of(worker), infra)
@@ -463,10 +477,12 @@ def worker_round(
     add_timed_round(figures, clock, meter, finished, count)
 
 
-def baseline_round(infra: Infrastructure, count: int, in_flight: int, figures: Figures) -> None:
+def baseline_round(
+    infra: Infrastructure, count: int, in_flight: int, figures: Figures, mail: OrderEmail
+) -> None:
     """The same work without the worker: ``count`` new orders' e-mails rendered and sent
     by ``baseline_sender.py``; timed from the first's arrival to the last's."""
-    events = order_events(count)
+    events = order_events(count, mail)
     events_file = infra.workdir / "baseline-events.jsonl"
     events_file.write_bytes(b"\n".join(encode(event) for event in events))
     address = infra.sink.address
@@ -474,7 +490,7 @@ def baseline_round(infra: Infrastructure, count: int, in_flight: int, figures: F
         "baseline",
         [
             sys.executable, str(HERE / "baseline_sender.py"), str(events_file),
-            address.host, str(address.port), str(in_flight),
+            address.host, str(address.port), str(in_flight), mail.kind.value,
         ],
         infra.workdir / "baseline.log",
         env=inherited_env(),
@@ -491,7 +507,8 @@ def baseline_round(infra: Infrastructure, count: int, in_flight: int, figures: F
         sender.stop(timeout=10)
     received = received_message_ids(infra.sink)
     # No database: the e-mails are checked against themselves as "recorded".
-    figures.problems += delivery_problems(received, message_ids(events), received, all_due=True)
+    published = message_ids(events, mail)
+    figures.problems += delivery_problems(received, published, received, all_due=True)
     add_timed_round(figures, clock, meter, finished, count)
 
 
@@ -507,19 +524,20 @@ def add_timed_round(
 
 
 def instant_provider(
-    infra: Infrastructure, events: int, rounds: int, in_flight: int
+    infra: Infrastructure, events: int, rounds: int, in_flight: int, mail: OrderEmail
 ) -> tuple[Figures, Figures]:
     """Baseline and worker in turns, round after round: the machine's speed drifts over
     minutes, and alternating lets both see the same drift. One worker serves all rounds
     (it joins its group once)."""
-    baseline = Figures("baseline: render + aiosmtplib")
-    service = Figures(f"worker, instant, max in flight {in_flight}")
+    name = mail.kind.value.split("_", 1)[-1]
+    baseline = Figures(f"baseline ({name}s)")
+    service = Figures(f"worker, instant ({name}s)")
     with fresh_database(infra.postgres) as database_url:
         setup = WorkerSetup("worker-instant", database_url, fresh_namespace("instant"), in_flight)
         with running_worker(infra, setup) as worker:
             for _ in range(rounds):
-                baseline_round(infra, events, in_flight, baseline)
-                worker_round(infra, worker, setup, events, service)
+                baseline_round(infra, events, in_flight, baseline, mail)
+                worker_round(infra, worker, setup, events, service, mail=mail)
     return baseline, service
 
 
@@ -565,10 +583,14 @@ def ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else float("nan")
 
 
-def report_instant(args: argparse.Namespace, baseline: Figures, service: Figures) -> None:
+def report_instant(
+    args: argparse.Namespace, baseline: Figures, service: Figures, mail: OrderEmail
+) -> None:
+    attached = ", each with its invoice (PDF)" if mail.invoice else ""
     print(
-        f"instant provider: {args.rounds} rounds of {args.events} OrderCreated events per "
-        f"sender, in turns; max in flight {args.in_flight}"
+        f"instant provider, {mail.kind.value} e-mails{attached}: {args.rounds} rounds of "
+        f"{args.events} {mail.event.__name__} events per sender, in turns; max in flight "
+        f"{args.in_flight}"
     )
     print(
         "  timed from the first e-mail's arrival at the sink to the last: the worker was "
@@ -676,6 +698,11 @@ def main() -> None:
         "--seconds", type=float, default=30.0, help="window of each slow-provider run"
     )
     parser.add_argument(
+        "--mails",
+        default="confirmation,receipt",
+        help=f"measured with the instant provider, comma-separated: {', '.join(MAILS)}",
+    )
+    parser.add_argument(
         "--in-flight", type=int, default=32, help="max in flight (the slow runs: also 1)"
     )
     args = parser.parse_args()
@@ -686,14 +713,19 @@ def main() -> None:
         tempfile.TemporaryDirectory(prefix="bench-notify-") as workdir,
         infrastructure(Path(workdir)) as infra,
     ):
-        baseline, service = instant_provider(infra, args.events, args.rounds, args.in_flight)
+        instant = {
+            name: instant_provider(infra, args.events, args.rounds, args.in_flight, MAILS[name])
+            for name in args.mails.split(",")
+        }
         single = slow_provider(infra, 1, args.seconds)
         many = slow_provider(infra, args.in_flight, args.seconds)
-    print("notification worker: OrderCreated events -> order-confirmation e-mails -> SMTP sink")
-    report_instant(args, baseline, service)
+    print("notification worker: order events -> order e-mails -> SMTP sink")
+    for name, (baseline, service) in instant.items():
+        report_instant(args, baseline, service, MAILS[name])
     report_slow(args, single, many)
-    report_cpu([baseline, service, single, many])
-    report_checks([baseline, service, single, many])
+    scenarios = [*(f for pair in instant.values() for f in pair), single, many]
+    report_cpu(scenarios)
+    report_checks(scenarios)
     print(f"run time {time.monotonic() - started:.0f} s")
 
 
