@@ -29,8 +29,8 @@ from shop.devstack.settings import DevstackSettings
 from shop.order.migrations import migrate
 
 HERE = Path(__file__).resolve().parent
-PRODUCTS = 12
-"""As many as the development catalogue the checkout benchmark spreads its baskets over."""
+PRODUCTS = 1000
+"""As many as the checkout benchmark spreads its baskets over (its ``--products``)."""
 CONNECTIONS = 32
 
 
