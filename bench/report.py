@@ -13,12 +13,14 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Final
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -115,6 +117,15 @@ def load() -> str:
     return f"load average {one:.2f} (1 min), {five:.2f} (5 min) on {os.cpu_count()} cores"
 
 
+LOG_LINE: Final = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}\S* \[")
+"""A log line of the processes a benchmark starts (the broker's client's warnings, say),
+which its figures do not need."""
+
+
+def figures_only(output: str) -> str:
+    return "\n".join(line for line in output.splitlines() if not LOG_LINE.match(line))
+
+
 def run(bench: Bench) -> tuple[str, float, int]:
     command = [sys.executable, str(HERE / bench.script), *bench.args]
     if bench.json:
@@ -152,7 +163,7 @@ def main() -> None:
             + (f" Figures as JSON: `results/{bench.name}.json`." if bench.json else ""),
             "",
             "```",
-            output.rstrip(),
+            figures_only(output).rstrip(),
             "```",
             "",
         ]
