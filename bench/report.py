@@ -103,8 +103,8 @@ def commit() -> str:
     head = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
+    dirty = subprocess.run(  # the results a run rewrites are not a change of the code
+        ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results"],
         capture_output=True,
         text=True,
         check=False,
@@ -148,7 +148,7 @@ def main() -> None:
     args = parser.parse_args()
     chosen = [b for b in BENCHES if not args.only or b.name in args.only.split(",")]
     RESULTS.mkdir(exist_ok=True)
-    started = datetime.now(UTC)
+    started, measured = datetime.now(UTC), commit()
     sections, failed = [], []
     for bench in chosen:
         before = load()
@@ -170,7 +170,7 @@ def main() -> None:
     report = [
         "# Benchmark report",
         "",
-        f"Written by `make bench` on {started:%Y-%m-%d %H:%M} UTC, commit {commit()}.",
+        f"Written by `make bench` on {started:%Y-%m-%d %H:%M} UTC, commit {measured}.",
         "Every figure is printed beside its baseline, measured in the same run; on two cores",
         "client, servers and infrastructure share the machine, as each section's CPU lines show.",
         "",
