@@ -63,6 +63,13 @@ BENCHES = (
         "checkout/bench_checkout.py",
         json=True,
     ),
+    Bench(
+        "checkout-remote-db",
+        "Checkout with the database a network round trip away (1 ms)",
+        "checkout/bench_checkout.py",
+        ("--db-round-trip-ms", "1", "--rate", "off"),
+        json=True,
+    ),
     Bench("notify", "Order e-mails", "notify/bench_notify.py"),
     Bench("webhook", "Payment webhook", "webhook/bench_webhook.py"),
     Bench("retention", "Retention of the growing tables", "retention/bench_retention.py"),

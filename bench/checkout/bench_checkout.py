@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 import asyncpg
@@ -496,7 +497,48 @@ async def measure_round(
 # --- servers ----------------------------------------------------------------------------
 
 
-def servers(service_url: str, baseline_url: str, pool: int, profile: str | None) -> list[Server]:
+@contextlib.contextmanager
+def latency_proxy(database_url: str, round_trip_ms: float, workdir: Path) -> Iterator[int]:
+    """A proxy in front of ``database_url``'s server that delays each round trip by
+    ``round_trip_ms``; its port."""
+    port = free_port()
+    target = urlsplit(database_url).port
+    proxy = ManagedProcess(
+        "latency-proxy",
+        [
+            sys.executable,
+            str(HERE / "latency_proxy.py"),
+            str(port),
+            str(target),
+            str(round_trip_ms),
+        ],
+        workdir / "latency-proxy.log",
+    )
+    try:
+        proxy.start()
+        proxy.wait_until(lambda: port_accepts("127.0.0.1", port), 30, "accepting connections")
+        yield port
+    finally:
+        proxy.stop()
+
+
+def through(url: str, port: int | None) -> str:
+    """``url`` by way of the local ``port`` (the latency proxy), or as it is."""
+    if port is None:
+        return url
+    parts = urlsplit(url)
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit(parts._replace(netloc=f"{user}127.0.0.1:{port}"))
+
+
+def servers(
+    service_url: str,
+    baseline_url: str,
+    pool: int,
+    profile: str | None,
+    proxy: int | None = None,
+) -> list[Server]:
+    """The two servers; ``proxy``: the port they reach PostgreSQL through, if not directly."""
     python = sys.executable
     baseline_port, service_port = free_port(), free_port()
     service = [str(HERE / "profiled_service.py")] if profile else ["-m", "shop.order.api"]
@@ -511,7 +553,7 @@ def servers(service_url: str, baseline_url: str, pool: int, profile: str | None)
                 "--log-level", "warning", "--timeout-graceful-shutdown", "20",
             ],
             {
-                "BASELINE_DATABASE_URL": baseline_url,
+                "BASELINE_DATABASE_URL": through(baseline_url, proxy),
                 "BASELINE_JWT_SECRET": JWT_SECRET,
                 "BASELINE_POOL_SIZE": str(pool),
             },
@@ -523,7 +565,7 @@ def servers(service_url: str, baseline_url: str, pool: int, profile: str | None)
             "order-service",
             [python, *service],
             {
-                "SHOP_ORDER_DATABASE_URL": service_url,
+                "SHOP_ORDER_DATABASE_URL": through(service_url, proxy),
                 "SHOP_ORDER_JWT_SECRET": JWT_SECRET,
                 "SHOP_ORDER_HOST": "127.0.0.1",
                 "SHOP_ORDER_PORT": str(service_port),
@@ -713,6 +755,11 @@ def report(
         f"load generator: {args.client} on uvloop, in this process"
         + (" (it costs the client less CPU than httpx)" if args.client == "aiohttp" else "")
     )
+    if args.db_round_trip_ms:
+        print(
+            f"database round trip: {args.db_round_trip_ms:g} ms more than loopback's, for both "
+            "servers (latency_proxy.py), as across a network"
+        )
     print("saturation (closed loop)")
     print(f"  {'':8}{'':30}{'orders/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}")
     for c in contestants:
@@ -850,6 +897,7 @@ def figures_json(
             "product": args.product,
             "hot_sku": HOT_SKU,
             "rates": args.rate,
+            "db_round_trip_ms": args.db_round_trip_ms,
             "open_connections": args.open_connections,
             "late_ms": LATE_MS,
             "client": args.client,
@@ -953,6 +1001,13 @@ def main() -> None:
         help="open loop: at most this many requests waiting for answers; one due when all "
         "wait is counted, not sent",
     )
+    parser.add_argument(
+        "--db-round-trip-ms",
+        type=float,
+        default=0.0,
+        help="the servers reach PostgreSQL through a proxy that adds this to every round trip "
+        "(latency_proxy.py), as a database across a network does; 0: directly (default)",
+    )
     parser.add_argument("--client", choices=sorted(CLIENTS), default="aiohttp")
     parser.add_argument("--only", choices=["baseline", "service"], help="measure one server")
     parser.add_argument(
@@ -972,10 +1027,16 @@ def main() -> None:
     with (
         tempfile.TemporaryDirectory(prefix="bench-checkout-") as workdir,
         postgres(Path(workdir)) as (service_url, baseline_url, postgres_pid),
+        contextlib.ExitStack() as proxies,
     ):
         for url in (service_url, baseline_url):
             migrate(url)
             asyncio.run(seed(url, products))
+        proxy = (
+            proxies.enter_context(latency_proxy(service_url, args.db_round_trip_ms, Path(workdir)))
+            if args.db_round_trip_ms > 0
+            else None
+        )
         plan = Plan(
             seconds=args.seconds,
             rounds=args.rounds,
@@ -990,7 +1051,7 @@ def main() -> None:
         )
         chosen = [
             server
-            for server in servers(service_url, baseline_url, args.pool, profile)
+            for server in servers(service_url, baseline_url, args.pool, profile, proxy)
             if args.only in (None, server.name)
         ]
         contestants = contestants_of(chosen, spread, hot if args.product == "hot" else None)
