@@ -13,8 +13,14 @@ In one run, on one stack:
    rest of the shop idle, the baseline of the pipeline's share (a whole shop has no bare
    twin to compare with; its goals are printed instead);
 3. the search: the rate stepped up (``--search-from``, ``--search-step``) for
-   ``--search-seconds`` each, to the first at which a confirmation took over 1 s, one was not
-   sent, a checkout failed, or over 1% of checkouts could not be sent on time.
+   ``--search-seconds`` each, to the first at which a confirmation took over 1 s, an e-mail
+   was not sent, a checkout or a payment failed, or over 1% of checkouts could not be sent
+   on time; then halved ``--search-refine`` times between the last rate sustained and the
+   first not.
+
+Each phase and each step starts once the e-mails of the one before have gone out (no e-mail
+for :data:`QUIET` seconds): a rate the shop could not keep up with leaves a backlog that
+would otherwise be measured as the next one's latency.
 
 ``--no-span-files`` runs the shop without its development span files (tracing exporter
 ``none``); ``--span-files-cost`` runs the steady load on a stack with them, then on one
@@ -39,7 +45,7 @@ from typing import Any, Final
 import uvloop
 from lone_checkout import lone_checkout
 from make_run import PROCFILE, RunningShop, procfile_without_span_files, running_shop, stock_up
-from steady_load import Figures, Order, SinkWatch, SteadyLoad
+from steady_load import Figures, Order, SinkWatch, SteadyLoad, until_quiet
 
 from shop.devstack.cpu import CORES, machine_ticks, own_seconds, process_seconds
 from shop.devstack.load import Percentiles
@@ -57,6 +63,8 @@ LATE_SHARE: Final = 0.01
 CUSTOMERS: Final = 64
 NOTICEABLE_MS: Final = 0.5
 """CPU per order under which a process's share of a difference is not shown."""
+QUIET: Final = 3.0
+"""Seconds without an e-mail after which the shop has caught up with an earlier load."""
 LOAD_GENERATOR: Final = "load generator (this process)"
 LONE_API: Final = "order-api alone"
 
@@ -137,22 +145,40 @@ class ShopRun:
 
     @property
     def sustained(self) -> float | None:
-        """The highest rate stepped to before the first that fell short."""
+        """The highest rate of the search the shop kept up with."""
         kept = [s.figures.rate for s in self.steps if s.shortfall is None]
-        return kept[-1] if kept else None
+        return max(kept) if kept else None
+
+    @property
+    def bounded(self) -> bool:
+        """Whether a rate fell short: without one, :attr:`sustained` is a lower bound."""
+        return any(step.shortfall is not None for step in self.steps)
 
 
 def shortfall(figures: Figures) -> str | None:
-    if figures.late > LATE_SHARE * figures.offered:
-        return f"{figures.late} of {figures.offered} checkouts not sent on time"
-    if figures.errors:
-        return f"{sum(figures.errors.values())} checkouts failed"
-    if figures.unconfirmed:
-        return f"{figures.unconfirmed} confirmations not sent when the bench stopped waiting"
+    """Why the shop did not keep up with ``figures``' rate; None when it did."""
     slowest = figures.order_to_confirmation
-    if slowest is not None and slowest.max > SUSTAINED_WITHIN:
-        return f"slowest confirmation {slowest.max * 1000:.0f} ms"
-    return None
+    reasons = (
+        (
+            figures.late > LATE_SHARE * figures.offered,
+            f"{figures.late} of {figures.offered} checkouts not sent on time",
+        ),
+        (bool(figures.errors), f"{sum(figures.errors.values())} checkouts failed"),
+        (bool(figures.payment_errors), f"{sum(figures.payment_errors.values())} payments failed"),
+        (
+            bool(figures.unconfirmed),
+            f"{figures.unconfirmed} confirmations not sent when the bench stopped waiting",
+        ),
+        (
+            bool(figures.unreceipted),
+            f"{figures.unreceipted} receipts not sent when the bench stopped waiting",
+        ),
+        (
+            slowest is not None and slowest.max > SUSTAINED_WITHIN,
+            f"slowest confirmation {slowest.max * 1000 if slowest else 0:.0f} ms",
+        ),
+    )
+    return next((why for short, why in reasons if short), None)
 
 
 def confirmation_overdue(waiting: Sequence[Order]) -> bool:
@@ -225,30 +251,50 @@ async def checkout_alone(
     return Measured(Figures.of(orders, args.rate, args.seconds), window, idle)
 
 
+async def caught_up(watch: SinkWatch, args: argparse.Namespace) -> None:
+    """Wait until the shop has sent the e-mails of the load before (see :data:`QUIET`)."""
+    waited = await until_quiet(watch, QUIET, args.catch_up_within)
+    if waited > QUIET + 1:
+        print(f"  (the shop took {waited - QUIET:.0f} s to send the earlier load's e-mails)")
+
+
 async def search(
     shop: RunningShop, watch: SinkWatch, args: argparse.Namespace, run: ShopRun
 ) -> None:
     print(
         f"search: {args.search_seconds:g} s a step, from {args.search_from:g}/s by "
         f"{args.search_step:g}/s, until a confirmation takes over {SUSTAINED_WITHIN:g} s, "
-        f"one is not sent, a checkout fails or over {LATE_SHARE:.0%} are not sent on time"
+        "an e-mail is not sent, a checkout or payment fails or over "
+        f"{LATE_SHARE:.0%} are not sent on time; then halved {args.search_refine} times"
     )
     print(
         f"  {'rate':>7}{'placed':>8}{'late':>6}{'confirmation ms':>24}{'receipt ms':>18}  verdict"
     )
     print(f"  {'':21}{'p50':>8}{'p99':>8}{'max':>8}{'p50':>9}{'p99':>9}")
-    rate = args.search_from
     async with _load(shop, watch, args) as load:
-        while rate <= args.search_up_to:
+
+        async def kept_up(rate: float) -> bool:
+            await caught_up(watch, args)
             orders = await load.offer(rate, args.search_seconds)
             await load.settle(orders, pay=True, within=args.drain, hopeless=confirmation_overdue)
             figures = Figures.of(orders, rate, args.search_seconds)
             step = Step(figures, shortfall(figures))
             run.steps.append(step)
             print(_step_line(step), flush=True)
-            if step.shortfall is not None:
-                return
-            rate += args.search_step
+            return step.shortfall is None
+
+        kept, rate = 0.0, args.search_from
+        while rate <= args.search_up_to and await kept_up(rate):
+            kept, rate = rate, rate + args.search_step
+        if rate > args.search_up_to:
+            return
+        short = rate
+        for _ in range(args.search_refine):
+            middle = (kept + short) / 2
+            if await kept_up(middle):
+                kept = middle
+            else:
+                short = middle
 
 
 def measure_shop(args: argparse.Namespace, *, span_files: bool, whole: bool) -> ShopRun:
@@ -268,6 +314,7 @@ def measure_shop(args: argparse.Namespace, *, span_files: bool, whole: bool) -> 
             run.steady = runner.run(steady(shop, watch, args))
             print_measured("steady", run.steady, args)
             if whole and not args.no_checkout_alone:
+                runner.run(caught_up(watch, args))
                 print(f"the checkout alone: {args.rate:g} orders/s, {args.seconds:g} s …")
                 with lone_checkout(shop) as lone:
                     run.alone = runner.run(checkout_alone(shop, lone.url, lone.pid, args))
@@ -413,7 +460,7 @@ def print_summary(args: argparse.Namespace, run: ShopRun, without: ShopRun | Non
     if run.steps:
         sustained = run.sustained or 0
         # The search stopped at --search-up-to with every step sustained: a bound, not a limit.
-        at_least = "at least " if run.steps[-1].shortfall is None else ""
+        at_least = "" if run.bounded else "at least "
         print(
             f"  sustained rate          {at_least}{sustained:g}/s (every confirmation within "
             f"{SUSTAINED_WITHIN:g} s)   goal >= {GOAL_SUSTAINED:g}/s: "
@@ -537,6 +584,7 @@ def write_json(path: Path, args: argparse.Namespace, run: ShopRun, without: Shop
             "connections": args.connections,
             "search_from": args.search_from,
             "search_step": args.search_step,
+            "search_refine": args.search_refine,
             "search_seconds": args.search_seconds,
         },
         "goals": {
@@ -590,8 +638,20 @@ def main() -> None:
     parser.add_argument(
         "--connections", type=int, default=64, help="checkouts (and payments) at once, at most"
     )
-    parser.add_argument("--search-from", type=float, default=100.0)
-    parser.add_argument("--search-step", type=float, default=50.0)
+    parser.add_argument("--search-from", type=float, default=25.0)
+    parser.add_argument("--search-step", type=float, default=25.0)
+    parser.add_argument(
+        "--search-refine",
+        type=int,
+        default=2,
+        help="halvings between the last rate sustained and the first not",
+    )
+    parser.add_argument(
+        "--catch-up-within",
+        type=float,
+        default=300.0,
+        help="seconds, at most, to wait for the e-mails of an earlier load before the next",
+    )
     parser.add_argument("--search-up-to", type=float, default=1000.0)
     parser.add_argument("--search-seconds", type=float, default=20.0, help="per step")
     parser.add_argument("--no-search", action="store_true", help="skip the search")

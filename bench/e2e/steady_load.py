@@ -112,6 +112,8 @@ class SinkWatch:
         self.arrivals: dict[str, float] = {}
         self.copies = 0
         """E-mails whose subject came before (a second e-mail about one order)."""
+        self.last_read = time.monotonic()
+        """When the last e-mail was read (``time.monotonic``)."""
         self._first_unread = 1
         self._read: set[int] = set()
         self._parser = BytesHeaderParser(policy=email.policy.default)
@@ -141,6 +143,7 @@ class SinkWatch:
             if number not in self._read:
                 if self._read_file(number):
                     self._read.add(number)
+                    self.last_read = time.monotonic()
                     misses = 0
                 else:
                     misses += 1
@@ -166,6 +169,18 @@ class SinkWatch:
         else:
             self.arrivals[subject] = arrived
         return True
+
+
+async def until_quiet(watch: SinkWatch, quiet: float, at_most: float) -> float:
+    """Wait until no e-mail has reached the sink for ``quiet`` seconds (the e-mails of an
+    earlier load still due have gone out), ``at_most`` seconds; the seconds waited."""
+    began = time.monotonic()
+    while True:
+        now = time.monotonic()
+        still = quiet - (now - watch.last_read)
+        if still <= 0 or now - began >= at_most:
+            return now - began
+        await asyncio.sleep(still)
 
 
 @dataclass(frozen=True)
