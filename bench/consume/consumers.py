@@ -2,6 +2,9 @@
 messages, then prints one JSON line: its CPU seconds (every thread) and wall seconds from
 its first handled message to its last, and how many it handled.
 
+``faststream`` is Kafka only: FastStream has no SQS transport (the shop's SQS consumer is
+its own, on aiobotocore).
+
 Every side does the same SQL per message, in one transaction: the inbox row (the
 consumer, the event id, its type; a message seen before is skipped) and the handler's row.
 """
@@ -10,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import tempfile
 import time
@@ -159,6 +163,105 @@ async def bare_sqs(args: argparse.Namespace, clock: Clock) -> None:
     await pool.close()
 
 
+# --- faststream: the framework the shop's Kafka transport runs on, and nothing of the shop --
+
+
+class _Offsets:
+    """Where a commit of one partition may go: the oldest message in flight, or just past
+    the last one handed out when none is (handlers finish out of order)."""
+
+    def __init__(self) -> None:
+        self.in_flight: set[int] = set()
+        self.next_offset = 0
+        self.committed: int | None = None
+
+    def uncommitted(self) -> int | None:
+        offset = min(self.in_flight) if self.in_flight else self.next_offset
+        return None if offset in {0, self.committed} else offset
+
+
+async def faststream_kafka(args: argparse.Namespace, clock: Clock) -> None:
+    """A FastStream subscriber as the shop's transport configures one (no dependency
+    injection, its access log at DEBUG, a parser that keeps the record as it came, offsets
+    never committed by acknowledging): FastStream hands the records over one at a time,
+    each to a task of its own, IN_FLIGHT at a time; offsets committed every 0.5 s."""
+    import logging  # noqa: PLC0415
+
+    from aiokafka import TopicPartition  # noqa: PLC0415
+    from faststream import AckPolicy  # noqa: PLC0415
+    from faststream.kafka import KafkaBroker  # noqa: PLC0415
+    from faststream.kafka.message import FAKE_CONSUMER, KafkaMessage  # noqa: PLC0415
+
+    from shop.contracts import OrderCreated  # noqa: PLC0415
+    from shop.messaging import Naming  # noqa: PLC0415
+
+    settings = args.messaging
+    topic = Naming(settings["namespace"]).topic(OrderCreated)
+    pool = await asyncpg.create_pool(args.database_url, min_size=POOL, max_size=POOL)
+    broker = KafkaBroker(
+        settings["kafka"]["bootstrap_servers"], apply_types=False, log_level=logging.DEBUG
+    )
+
+    async def parse(raw: Any) -> KafkaMessage:
+        return KafkaMessage(
+            raw_message=raw,
+            body=raw.value or b"",
+            message_id=f"{raw.offset}-{raw.timestamp}",
+            consumer=FAKE_CONSUMER,  # never acknowledged: offsets are committed below
+        )
+
+    async def decode(message: KafkaMessage) -> Any:
+        return message.raw_message
+
+    subscriber = broker.subscriber(
+        topic,
+        group_id=args.group,
+        ack_policy=AckPolicy.MANUAL,
+        auto_offset_reset="earliest",
+        parser=parse,
+        decoder=decode,
+    )
+    slots = asyncio.Semaphore(IN_FLIGHT)
+    offsets: dict[TopicPartition, _Offsets] = {}
+    tasks: set[asyncio.Task[None]] = set()
+
+    async def handle(body: bytes, progress: _Offsets, offset: int) -> None:
+        try:
+            await record_bare(pool, args.group, body)
+        finally:
+            slots.release()
+        progress.in_flight.discard(offset)
+        clock.tick()
+
+    @subscriber
+    async def take(record: Any) -> None:
+        await slots.acquire()
+        tp = TopicPartition(record.topic, record.partition)
+        progress = offsets.get(tp) or offsets.setdefault(tp, _Offsets())
+        progress.in_flight.add(record.offset)
+        progress.next_offset = max(progress.next_offset, record.offset + 1)
+        task = asyncio.create_task(handle(record.value, progress, record.offset))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    async def commit() -> None:
+        ready = {tp: o for tp, p in offsets.items() if (o := p.uncommitted()) is not None}
+        if ready and subscriber.consumer is not None:
+            await subscriber.consumer.commit(ready)
+            for tp, offset in ready.items():
+                offsets[tp].committed = offset
+
+    await broker.start()
+    try:
+        while not clock.done.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(clock.done.wait(), COMMIT_INTERVAL)
+            await commit()
+    finally:
+        await broker.stop()
+        await pool.close()
+
+
 # --- the shop's worker ----------------------------------------------------------------------
 
 
@@ -215,6 +318,7 @@ async def library(args: argparse.Namespace, clock: Clock, *, spans: bool) -> Non
 
 
 SIDES: dict[str, Callable[[argparse.Namespace, Clock], Awaitable[None]]] = {
+    "faststream": faststream_kafka,
     "library": lambda args, clock: library(args, clock, spans=False),
     "library+spans": lambda args, clock: library(args, clock, spans=True),
 }

@@ -102,6 +102,9 @@ class Metrics:
             ("provider",),
             registry=self.registry,
         )
+        self._acked: dict[tuple[str, str, str, bool], tuple[Histogram, Counter]] = {}
+        """The handler-time and consumed children of each subscriber's acknowledgements,
+        looked up once (a label lookup takes a lock and hashes its values every time)."""
 
     def rate_limit_changed(self, provider: str, rate: float) -> None:
         """A rate limit's calls a second now (below its setting after the provider said
@@ -116,13 +119,28 @@ class Metrics:
     def observe(self, record: OutcomeRecord) -> None:
         """An :data:`~shop.messaging.pipeline.OutcomeObserver`."""
         labels = (record.group, record.subscriber or "", record.message_type or "")
-        self.handler_seconds.labels(*labels).observe(record.seconds)
         outcome = record.outcome
         if isinstance(outcome, Ack):
-            self.consumed.labels(*labels, str(outcome.duplicate).lower()).inc()
+            seconds, consumed = self._acked_children(labels, duplicate=outcome.duplicate)
+            seconds.observe(record.seconds)
+            consumed.inc()
             return
+        self.handler_seconds.labels(*labels).observe(record.seconds)
         self.failed.labels(*labels, outcome.failure.error_type).inc()
         if isinstance(outcome, Retry):
             self.retried.labels(*labels).inc()
         elif isinstance(outcome, DeadLetter):
             self.dead_lettered.labels(*labels, outcome.failure.error_type).inc()
+
+    def _acked_children(
+        self, labels: tuple[str, str, str], *, duplicate: bool
+    ) -> tuple[Histogram, Counter]:
+        key = (*labels, duplicate)
+        children = self._acked.get(key)
+        if children is None:
+            children = (
+                self.handler_seconds.labels(*labels),
+                self.consumed.labels(*labels, str(duplicate).lower()),
+            )
+            self._acked[key] = children
+        return children

@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Final
 
 import structlog
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session
 
 from shop.messaging.logging import trace_ids
 from shop.messaging.middlewares.chain import Handling, Next
@@ -35,9 +37,12 @@ class Inbox:
         # The pipeline checks that a transactional subscriber has sessions.
         assert self.sessions is not None
         assert self.engine is not None
-        async with self.engine.connect() as connection, connection.begin():
-            first_time = await _record(
-                connection, handling.subscriber_id, envelope.event_id, envelope.type
+        # Each call of the async API is a greenlet of its own (some 10 µs of CPU apiece, a
+        # good part of a message's cost): the steps that need no await in between share one.
+        # Closing the connection rolls back whatever was not committed.
+        async with self.engine.connect() as connection:
+            first_time = await connection.run_sync(
+                _begin_and_record, handling.subscriber_id, envelope.event_id, envelope.type
             )
             if not first_time:
                 log.info(
@@ -50,23 +55,36 @@ class Inbox:
                     **trace_ids(),
                 )
                 return Ack(duplicate=True)
-            # The session joins the connection's transaction, which commits (or rolls
-            # back) when the block ends: the handler's effects with the inbox row.
+            # The session joins the connection's transaction, which commits only once the
+            # handler has returned: the handler's effects with the inbox row.
             session = self.sessions(bind=connection)
+            handling.session = session
             try:
-                handling.session = session
                 outcome = await call_next(handling)
-                await session.flush()
-                return outcome
-            finally:
+            except BaseException:
                 await session.close()
+                raise
+            await connection.run_sync(_flush_and_commit, session.sync_session)
+            return outcome
 
 
-async def _record(
-    connection: AsyncConnection, consumer: str | None, event_id: object, type_: str
+def _begin_and_record(
+    connection: Connection, consumer: str | None, event_id: object, type_: str
 ) -> bool:
-    """Record the message in the inbox; False when it was recorded before. Through the
-    connection's own execute, not the driver's: that is what begins the transaction (an
-    INSERT sent to the driver directly commits on its own, before the handler has run)."""
-    result = await connection.exec_driver_sql(_RECORD, (consumer, event_id, type_))
+    """Begin the transaction and record the message in the inbox; False when it was
+    recorded before. Through the connection's own execute, not the driver's: that is what
+    begins the transaction (an INSERT sent to the driver directly commits on its own,
+    before the handler has run)."""
+    connection.begin()
+    result = connection.exec_driver_sql(_RECORD, (consumer, event_id, type_))
     return result.first() is not None
+
+
+def _flush_and_commit(connection: Connection, session: Session) -> None:
+    """Write what the handler left in its session, close the session, and commit the
+    connection's transaction: the inbox row and the handler's effects together."""
+    try:
+        session.flush()
+    finally:
+        session.close()
+    connection.commit()
