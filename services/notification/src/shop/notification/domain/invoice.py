@@ -2,16 +2,26 @@
 
 Drawn with fpdf2's built-in Helvetica, so the service ships no font files; the price of that is
 a single-byte character set, see :meth:`_InvoicePdf.normalize_text`.
+
+Every receipt renders one, so its CPU counts: text is drawn with ``cell``, and ``multi_cell``
+(which measures a text character by character, at about six times a cell's price) is left to
+the texts that do not fit on one line. The table of order lines is laid out and drawn here, as
+fpdf2's ``table()`` would draw it (which lays every cell out with ``multi_cell``, twice), each
+cell's lines measured once and placed with ``text``.
 """
 
 from __future__ import annotations
 
 import io
+import re
 import unicodedata
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
 
-from fpdf import FPDF, FontFace
-from fpdf.enums import XPos, YPos
+from fpdf import FPDF
+from fpdf.enums import Align, MethodReturnValue, XPos, YPos
+from fpdf.util import Padding
 
 from shop.contracts import OrderPaid
 from shop.contracts.orders import OrderLine
@@ -27,10 +37,23 @@ _INK = (46, 42, 39)
 _MUTED = (122, 113, 106)
 _ACCENT = (138, 90, 68)
 _RULE = (232, 224, 216)
+_HEADINGS_FILL = (245, 241, 237)
 
 _COLUMNS = ("Product", "SKU", "Qty", "Unit price", "Amount")
-_COLUMN_WIDTHS = (66, 36, 12, 30, 30)  # mm, adding up to the width between the margins
-_COLUMN_ALIGNMENT = ("LEFT", "LEFT", "RIGHT", "RIGHT", "RIGHT")
+_COLUMN_WIDTHS = (66.0, 36.0, 12.0, 30.0, 30.0)  # mm, adding up to the width between the margins
+_COLUMN_ALIGNMENT = (Align.L, Align.L, Align.R, Align.R, Align.R)
+_TABLE_LINE_HEIGHT = 5.0  # mm
+_CELL_PADDING_Y = 2.0  # mm, above and below a table cell's text
+_CELL_PADDING_X = 1.5  # mm, either side of it
+_BASELINE_BELOW_MIDDLE = 0.3
+"""Where fpdf2's cell() puts a line's baseline: this many font sizes below the line's middle."""
+
+_LINE_HEIGHT = 5.0  # mm, of the text outside the table
+
+_NOT_ONE_LINE: Final = re.compile("[\n\r\f\u00ad\u00a0]")
+"""Characters ``multi_cell`` gives a meaning of its own (line breaks, a soft hyphen it drops
+unless a line breaks there, a no-break space it writes as a space), which ``cell`` would
+print as they are: a text with one is always laid out by ``multi_cell``."""
 
 
 def invoice_number(event: OrderPaid) -> str:
@@ -144,7 +167,7 @@ def _draw_invoice_facts(pdf: FPDF, event: OrderPaid) -> None:
     _draw_label(pdf, "Billed to", width=80)
     pdf.set_font("Helvetica", "", 10)
     pdf.set_text_color(*_INK)
-    pdf.multi_cell(80, 5, event.customer_email, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    _draw_text(pdf, 80, event.customer_email)
     left_bottom = pdf.get_y()
 
     right = pdf.w - pdf.r_margin - 90
@@ -158,35 +181,124 @@ def _draw_invoice_facts(pdf: FPDF, event: OrderPaid) -> None:
         _draw_label(pdf, label, width=30, new_line=False)
         pdf.set_font("Helvetica", "", 10)
         pdf.set_text_color(*_INK)
-        pdf.multi_cell(60, 5, value, align="R", new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+        _draw_text(pdf, 60, value, align=Align.R)
     pdf.set_y(max(left_bottom, pdf.get_y()) + 8)
 
 
+@dataclass(frozen=True, slots=True)
+class _Line:
+    """A line of a table cell, and its width (mm) in the font it was measured in."""
+
+    text: str
+    width: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A row of the order table: each cell's text in the lines that fit its column."""
+
+    cells: tuple[tuple[_Line, ...], ...]
+
+    @property
+    def height(self) -> float:
+        tallest = max(len(lines) for lines in self.cells)
+        return tallest * _TABLE_LINE_HEIGHT + 2 * _CELL_PADDING_Y
+
+
 def _draw_lines(pdf: FPDF, lines: Sequence[OrderLine]) -> None:
+    """The order lines under the column headings, a horizontal rule between rows. A long
+    order continues on the next page, under the same headings; the headings never stand
+    alone at the foot of a page."""
+    pdf.set_draw_color(*_RULE)
+    pdf.set_font("Helvetica", "B", 9)
+    headings = _laid_out(pdf, _COLUMNS)
     pdf.set_font("Helvetica", "", 9)
     pdf.set_text_color(*_INK)
-    pdf.set_draw_color(*_RULE)
-    headings = FontFace(emphasis="BOLD", color=_MUTED, fill_color=(245, 241, 237))
-    with pdf.table(
-        col_widths=_COLUMN_WIDTHS,
-        text_align=_COLUMN_ALIGNMENT,
-        borders_layout="HORIZONTAL_LINES",
-        headings_style=headings,
-        line_height=5,
-        padding=(2, 1.5),
-        # A long order continues on the next page under the same column headings.
-        repeat_headings=1,
-    ) as table:
-        heading_row = table.row()
-        for heading in _COLUMNS:
-            heading_row.cell(heading)
+    rows = [
+        _laid_out(
+            pdf,
+            (
+                line.name,
+                line.sku,
+                str(line.quantity),
+                rupiah(line.unit_price),
+                rupiah(line.quantity * line.unit_price),
+            ),
+        )
+        for line in lines
+    ]
+    if rows and pdf.will_page_break(headings.height + rows[0].height):
+        pdf.add_page()
+    _draw_headings(pdf, headings)
+    for number, row in enumerate(rows, start=1):
+        if pdf.will_page_break(row.height):
+            pdf.add_page()
+            _draw_headings(pdf, headings)
+        _draw_row(pdf, row, rule_below=number < len(rows))
+
+
+def _laid_out(pdf: FPDF, texts: Sequence[str]) -> _Row:
+    """``texts``, one for each column, broken into lines in the current font."""
+    return _Row(
+        tuple(
+            _lines_within(pdf, text, width)
+            for text, width in zip(texts, _COLUMN_WIDTHS, strict=True)
+        )
+    )
+
+
+def _lines_within(pdf: FPDF, text: str, column_width: float) -> tuple[_Line, ...]:
+    """``text`` in the lines a table cell ``column_width`` wide shows it in."""
+    width = _one_line_width(pdf, text)
+    if width is not None and width <= column_width - 2 * _CELL_PADDING_X:
+        return (_Line(text, width),)
+    lines = pdf.multi_cell(
+        column_width,
+        _TABLE_LINE_HEIGHT,
+        text,
+        padding=Padding(top=0, right=_CELL_PADDING_X, bottom=0, left=_CELL_PADDING_X),
+        dry_run=True,
+        output=MethodReturnValue.LINES,
+    )
+    assert isinstance(lines, list)  # what output=LINES returns
+    return tuple(_Line(line, pdf.get_string_width(line)) for line in lines)
+
+
+def _draw_headings(pdf: FPDF, headings: _Row) -> None:
+    top = pdf.get_y()
+    pdf.set_fill_color(*_HEADINGS_FILL)
+    pdf.rect(pdf.l_margin, top, pdf.epw, headings.height, style="F")
+    pdf.set_font("Helvetica", "B", 9)
+    pdf.set_text_color(*_MUTED)
+    _draw_row(pdf, headings, rule_below=True)
+    pdf.set_font("Helvetica", "", 9)
+    pdf.set_text_color(*_INK)
+
+
+def _draw_row(pdf: FPDF, row: _Row, *, rule_below: bool) -> None:
+    """``row`` at the current position in the current font, each cell's text centred
+    vertically in the row's height; the position moves to the start of the next row."""
+    top = pdf.get_y()
+    height = row.height
+    # Each line is placed with text(), at its baseline, where cell() would have put it: the
+    # lines are measured already, and cell() would measure them again, at several times
+    # text()'s price (a long order's table has hundreds of them).
+    baseline = _TABLE_LINE_HEIGHT / 2 + _BASELINE_BELOW_MIDDLE * pdf.font_size
+    left = pdf.l_margin
+    for lines, width, align in zip(row.cells, _COLUMN_WIDTHS, _COLUMN_ALIGNMENT, strict=True):
+        y = top + (height - len(lines) * _TABLE_LINE_HEIGHT) / 2
         for line in lines:
-            row = table.row()
-            row.cell(line.name)
-            row.cell(line.sku)
-            row.cell(str(line.quantity))
-            row.cell(rupiah(line.unit_price))
-            row.cell(rupiah(line.quantity * line.unit_price))
+            if align is Align.R:
+                x = left + width - _CELL_PADDING_X - line.width
+            else:
+                x = left + _CELL_PADDING_X
+            pdf.text(x, y + baseline, line.text)
+            y += _TABLE_LINE_HEIGHT
+        left += width
+    bottom = top + height
+    if rule_below:
+        pdf.line(pdf.l_margin, bottom, pdf.l_margin + pdf.epw, bottom)
+    pdf.set_xy(pdf.l_margin, bottom)
 
 
 def _draw_total(pdf: FPDF, total: int) -> None:
@@ -205,20 +317,41 @@ def _draw_payment(pdf: FPDF, event: OrderPaid) -> None:
     _draw_label(pdf, "Payment", width=0)
     pdf.set_font("Helvetica", "", 10)
     pdf.set_text_color(*_INK)
-    pdf.multi_cell(
-        0,
-        5,
-        f"Paid in full on {wib(event.paid_at)}.\n"
-        f"Payment reference: {event.payment_reference}\n"
+    for line in (
+        f"Paid in full on {wib(event.paid_at)}.",
+        f"Payment reference: {event.payment_reference}",
         f"Payment ID: {event.payment_id}",
-        align="L",
-        new_x=XPos.LMARGIN,
-        new_y=YPos.NEXT,
-    )
+    ):
+        _draw_text(pdf, 0, line)
     pdf.ln(6)
     pdf.set_font("Helvetica", "", 9)
     pdf.set_text_color(*_MUTED)
     pdf.cell(0, 5, "Thank you for your order.", new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+
+
+def _draw_text(pdf: FPDF, width: float, text: str, *, align: Align = Align.L) -> None:
+    """``text`` from the current position, in lines ``width`` wide (0: to the right margin)
+    that wrap where it does not fit; the position moves to the left margin, below it."""
+    room = width or pdf.w - pdf.r_margin - pdf.get_x()
+    if _fits_one_line(pdf, text, room - 2 * pdf.c_margin):
+        pdf.cell(width, _LINE_HEIGHT, text, align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+    else:
+        pdf.multi_cell(width, _LINE_HEIGHT, text, align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+
+
+def _fits_one_line(pdf: FPDF, text: str, width: float) -> bool:
+    """Whether ``multi_cell`` would lay ``text`` out, in the current font, as a single line
+    no wider than ``width``, which ``cell`` then draws alike."""
+    one_line = _one_line_width(pdf, text)
+    return one_line is not None and one_line <= width
+
+
+def _one_line_width(pdf: FPDF, text: str) -> float | None:
+    """The width of ``text`` on one line in the current font; None if it has a character
+    only ``multi_cell`` lays out as it should (:data:`_NOT_ONE_LINE`)."""
+    if _NOT_ONE_LINE.search(text) is not None:
+        return None
+    return pdf.get_string_width(text)
 
 
 def _draw_label(pdf: FPDF, text: str, *, width: float, new_line: bool = True) -> None:
