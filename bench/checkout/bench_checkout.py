@@ -34,6 +34,7 @@ import math
 import os
 import random
 import signal
+import statistics
 import sys
 import tempfile
 import time
@@ -502,14 +503,15 @@ def latency_proxy(database_url: str, round_trip_ms: float, workdir: Path) -> Ite
     """A proxy in front of ``database_url``'s server that delays each round trip by
     ``round_trip_ms``; its port."""
     port = free_port()
-    target = urlsplit(database_url).port
+    target = urlsplit(database_url)
     proxy = ManagedProcess(
         "latency-proxy",
         [
             sys.executable,
             str(HERE / "latency_proxy.py"),
             str(port),
-            str(target),
+            target.hostname or "127.0.0.1",
+            str(target.port or 5432),
             str(round_trip_ms),
         ],
         workdir / "latency-proxy.log",
@@ -527,8 +529,22 @@ def through(url: str, port: int | None) -> str:
     if port is None:
         return url
     parts = urlsplit(url)
-    user = f"{parts.username}@" if parts.username else ""
-    return urlunsplit(parts._replace(netloc=f"{user}127.0.0.1:{port}"))
+    credentials, at, _ = parts.netloc.rpartition("@")
+    return urlunsplit(parts._replace(netloc=f"{credentials}{at}127.0.0.1:{port}"))
+
+
+async def round_trip_ms(url: str, times: int = 200) -> float:
+    """The median time of a ``SELECT 1`` on one connection to ``url``, in milliseconds."""
+    connection = await asyncpg.connect(url)
+    try:
+        took = []
+        for _ in range(times):
+            started = time.perf_counter()
+            await connection.fetchval("SELECT 1")
+            took.append((time.perf_counter() - started) * 1000)
+    finally:
+        await connection.close()
+    return statistics.median(took)
 
 
 def servers(
@@ -743,7 +759,10 @@ def report(
     contestants: list[Contestant],
     written: dict[str, Written],
     rates: list[Rate],
+    round_trips: tuple[float, float] | None = None,
 ) -> tuple[list[Comparison], list[str]]:
+    """Print every figure; ``round_trips``: a ``SELECT 1``'s median ms, directly and
+    through the latency proxy, when there is one."""
     hot = any(c.workload.name == "hot" for c in contestants)
     print(
         f"POST /v1/orders: {args.connections} connections; {args.rounds} rounds of "
@@ -755,10 +774,12 @@ def report(
         f"load generator: {args.client} on uvloop, in this process"
         + (" (it costs the client less CPU than httpx)" if args.client == "aiohttp" else "")
     )
-    if args.db_round_trip_ms:
+    if round_trips is not None:
+        direct, proxied = round_trips
         print(
-            f"database round trip: {args.db_round_trip_ms:g} ms more than loopback's, for both "
-            "servers (latency_proxy.py), as across a network"
+            f"database round trip: {args.db_round_trip_ms:g} ms added for both servers "
+            f"(latency_proxy.py), as across a network; a SELECT 1 took {proxied:.2f} ms "
+            f"through it, {direct:.2f} ms directly (medians)"
         )
     print("saturation (closed loop)")
     print(f"  {'':8}{'':30}{'orders/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'max ms':>9}{'errors':>8}")
@@ -858,6 +879,8 @@ def figures_json(
     written: dict[str, Written],
     compared: list[Comparison],
     problems: list[str],
+    *,
+    round_trips: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
     def closed(c: Contestant) -> dict[str, Any]:
         f = c.figures
@@ -898,6 +921,9 @@ def figures_json(
             "hot_sku": HOT_SKU,
             "rates": args.rate,
             "db_round_trip_ms": args.db_round_trip_ms,
+            "select_1_ms": None
+            if round_trips is None
+            else {"direct": _number(round_trips[0]), "through_proxy": _number(round_trips[1])},
             "open_connections": args.open_connections,
             "late_ms": LATE_MS,
             "client": args.client,
@@ -1037,6 +1063,14 @@ def main() -> None:
             if args.db_round_trip_ms > 0
             else None
         )
+        round_trips = (
+            None
+            if proxy is None
+            else (
+                asyncio.run(round_trip_ms(baseline_url)),
+                asyncio.run(round_trip_ms(through(baseline_url, proxy))),
+            )
+        )
         plan = Plan(
             seconds=args.seconds,
             rounds=args.rounds,
@@ -1056,11 +1090,13 @@ def main() -> None:
         ]
         contestants = contestants_of(chosen, spread, hot if args.product == "hot" else None)
         written = measure(contestants, plan)
-    compared, problems = report(args, contestants, written, rates)
+    compared, problems = report(args, contestants, written, rates, round_trips)
     if profile:
         print(f"  cProfile of order-service's measured seconds: {profile} (python -m pstats)")
     if args.json:
-        document = figures_json(args, contestants, written, compared, problems)
+        document = figures_json(
+            args, contestants, written, compared, problems, round_trips=round_trips
+        )
         Path(args.json).write_text(json.dumps(document, indent=2) + "\n")
         print(f"  figures as JSON: {args.json}")
 

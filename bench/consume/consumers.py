@@ -180,14 +180,12 @@ class _Offsets:
         return None if offset in {0, self.committed} else offset
 
 
-async def faststream_kafka(args: argparse.Namespace, clock: Clock) -> None:
-    """A FastStream subscriber as the shop's transport configures one (no dependency
-    injection, its access log at DEBUG, a parser that keeps the record as it came, offsets
-    never committed by acknowledging): FastStream hands the records over one at a time,
-    each to a task of its own, IN_FLIGHT at a time; offsets committed every 0.5 s."""
+def _faststream_subscriber(args: argparse.Namespace) -> tuple[Any, Any]:
+    """A FastStream broker and its subscriber to OrderCreated, as the shop's transport
+    configures one (no dependency injection, its access log at DEBUG, a parser that keeps
+    the record as it came, offsets never committed by acknowledging)."""
     import logging  # noqa: PLC0415
 
-    from aiokafka import TopicPartition  # noqa: PLC0415
     from faststream import AckPolicy  # noqa: PLC0415
     from faststream.kafka import KafkaBroker  # noqa: PLC0415
     from faststream.kafka.message import FAKE_CONSUMER, KafkaMessage  # noqa: PLC0415
@@ -197,7 +195,6 @@ async def faststream_kafka(args: argparse.Namespace, clock: Clock) -> None:
 
     settings = args.messaging
     topic = Naming(settings["namespace"]).topic(OrderCreated)
-    pool = await asyncpg.create_pool(args.database_url, min_size=POOL, max_size=POOL)
     broker = KafkaBroker(
         settings["kafka"]["bootstrap_servers"], apply_types=False, log_level=logging.DEBUG
     )
@@ -207,7 +204,7 @@ async def faststream_kafka(args: argparse.Namespace, clock: Clock) -> None:
             raw_message=raw,
             body=raw.value or b"",
             message_id=f"{raw.offset}-{raw.timestamp}",
-            consumer=FAKE_CONSUMER,  # never acknowledged: offsets are committed below
+            consumer=FAKE_CONSUMER,  # never acknowledged: offsets are committed apart
         )
 
     async def decode(message: KafkaMessage) -> Any:
@@ -221,13 +218,30 @@ async def faststream_kafka(args: argparse.Namespace, clock: Clock) -> None:
         parser=parse,
         decoder=decode,
     )
+    return broker, subscriber
+
+
+async def faststream_kafka(args: argparse.Namespace, clock: Clock) -> None:
+    """A FastStream subscriber as the shop's transport configures one
+    (:func:`_faststream_subscriber`): FastStream hands the records over one at a time, each
+    to a task of its own, IN_FLIGHT at a time; offsets committed every 0.5 s."""
+    from aiokafka import TopicPartition  # noqa: PLC0415
+
+    pool = await asyncpg.create_pool(args.database_url, min_size=POOL, max_size=POOL)
+    broker, subscriber = _faststream_subscriber(args)
     slots = asyncio.Semaphore(IN_FLIGHT)
     offsets: dict[TopicPartition, _Offsets] = {}
     tasks: set[asyncio.Task[None]] = set()
 
+    failures: list[Exception] = []
+    """A message that could not be recorded stops the run (as the bare side's gather does)."""
+
     async def handle(body: bytes, progress: _Offsets, offset: int) -> None:
         try:
             await record_bare(pool, args.group, body)
+        except Exception as error:
+            failures.append(error)
+            return
         finally:
             slots.release()
         progress.in_flight.discard(offset)
@@ -256,6 +270,8 @@ async def faststream_kafka(args: argparse.Namespace, clock: Clock) -> None:
         while not clock.done.is_set():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(clock.done.wait(), COMMIT_INTERVAL)
+            if failures:
+                raise failures[0]
             await commit()
     finally:
         await broker.stop()

@@ -18,9 +18,10 @@ In one run, on one stack:
    on time; then halved ``--search-refine`` times between the last rate sustained and the
    first not.
 
-Each phase and each step starts once the e-mails of the one before have gone out (no e-mail
-for :data:`QUIET` seconds): a rate the shop could not keep up with leaves a backlog that
-would otherwise be measured as the next one's latency.
+Each phase and each step starts once every e-mail of the orders before it has reached the
+sink (``--catch-up-within`` seconds at most; a step begun on a backlog says so): a rate the
+shop could not keep up with leaves one that would otherwise be measured as the next rate's
+latency.
 
 ``--no-span-files`` runs the shop without its development span files (tracing exporter
 ``none``); ``--span-files-cost`` runs the steady load on a stack with them, then on one
@@ -45,7 +46,7 @@ from typing import Any, Final
 import uvloop
 from lone_checkout import lone_checkout
 from make_run import PROCFILE, RunningShop, procfile_without_span_files, running_shop, stock_up
-from steady_load import Figures, Order, SinkWatch, SteadyLoad, until_quiet
+from steady_load import Figures, Order, SinkWatch, SteadyLoad, until_sent
 
 from shop.devstack.cpu import CORES, machine_ticks, own_seconds, process_seconds
 from shop.devstack.load import Percentiles
@@ -63,8 +64,6 @@ LATE_SHARE: Final = 0.01
 CUSTOMERS: Final = 64
 NOTICEABLE_MS: Final = 0.5
 """CPU per order under which a process's share of a difference is not shown."""
-QUIET: Final = 3.0
-"""Seconds without an e-mail after which the shop has caught up with an earlier load."""
 LOAD_GENERATOR: Final = "load generator (this process)"
 LONE_API: Final = "order-api alone"
 
@@ -140,6 +139,8 @@ class ShopRun:
     steady: Measured | None = None
     alone: Measured | None = None
     steps: list[Step] = field(default_factory=list)
+    orders: list[Order] = field(default_factory=list)
+    """Every order placed on the stack, whose e-mails a load waits for before it begins."""
     second_emails: int = 0
     """E-mails whose subject had come before: an order told twice."""
 
@@ -225,11 +226,14 @@ async def at_rest(read: Callable[[], dict[str, float]], seconds: float) -> CpuWi
     return window
 
 
-async def steady(shop: RunningShop, watch: SinkWatch, args: argparse.Namespace) -> Measured:
+async def steady(
+    shop: RunningShop, watch: SinkWatch, args: argparse.Namespace, run: ShopRun
+) -> Measured:
     idle = await at_rest(shop.cpu_seconds, args.idle_seconds)
     window = CpuWindow(shop.cpu_seconds)
     async with _load(shop, watch, args) as load:
         orders = await load.offer(args.rate, args.seconds, warmup=args.warmup, window=window)
+        run.orders += orders
         await load.settle(orders, pay=True, within=args.drain)
     return Measured(Figures.of(orders, args.rate, args.seconds), window, idle)
 
@@ -251,11 +255,16 @@ async def checkout_alone(
     return Measured(Figures.of(orders, args.rate, args.seconds), window, idle)
 
 
-async def caught_up(watch: SinkWatch, args: argparse.Namespace) -> None:
-    """Wait until the shop has sent the e-mails of the load before (see :data:`QUIET`)."""
-    waited = await until_quiet(watch, QUIET, args.catch_up_within)
-    if waited > QUIET + 1:
-        print(f"  (the shop took {waited - QUIET:.0f} s to send the earlier load's e-mails)")
+async def caught_up(watch: SinkWatch, args: argparse.Namespace, run: ShopRun) -> None:
+    """Wait until the shop has sent every e-mail of the orders placed so far."""
+    waited, due = await until_sent(watch, run.orders, args.catch_up_within)
+    if due:
+        print(
+            f"  !! {due} e-mails of the earlier orders still not sent after {waited:.0f} s: "
+            "what follows is measured on that backlog"
+        )
+    elif waited > 1:
+        print(f"  (the shop took {waited:.0f} s to send the earlier orders' e-mails)")
 
 
 async def search(
@@ -274,8 +283,9 @@ async def search(
     async with _load(shop, watch, args) as load:
 
         async def kept_up(rate: float) -> bool:
-            await caught_up(watch, args)
+            await caught_up(watch, args, run)
             orders = await load.offer(rate, args.search_seconds)
+            run.orders += orders
             await load.settle(orders, pay=True, within=args.drain, hopeless=confirmation_overdue)
             figures = Figures.of(orders, rate, args.search_seconds)
             step = Step(figures, shortfall(figures))
@@ -311,10 +321,10 @@ def measure_shop(args: argparse.Namespace, *, span_files: bool, whole: bool) -> 
         ):
             runner.run(stock_up(shop.order_database))
             print(f"steady: {args.rate:g}/s, {args.warmup:g} s warm-up, {args.seconds:g} s …")
-            run.steady = runner.run(steady(shop, watch, args))
+            run.steady = runner.run(steady(shop, watch, args, run))
             print_measured("steady", run.steady, args)
             if whole and not args.no_checkout_alone:
-                runner.run(caught_up(watch, args))
+                runner.run(caught_up(watch, args, run))
                 print(f"the checkout alone: {args.rate:g} orders/s, {args.seconds:g} s …")
                 with lone_checkout(shop) as lone:
                     run.alone = runner.run(checkout_alone(shop, lone.url, lone.pid, args))
@@ -650,7 +660,7 @@ def main() -> None:
         "--catch-up-within",
         type=float,
         default=300.0,
-        help="seconds, at most, to wait for the e-mails of an earlier load before the next",
+        help="seconds, at most, to wait for the e-mails of the orders before a load begins",
     )
     parser.add_argument("--search-up-to", type=float, default=1000.0)
     parser.add_argument("--search-seconds", type=float, default=20.0, help="per step")

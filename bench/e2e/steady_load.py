@@ -112,8 +112,6 @@ class SinkWatch:
         self.arrivals: dict[str, float] = {}
         self.copies = 0
         """E-mails whose subject came before (a second e-mail about one order)."""
-        self.last_read = time.monotonic()
-        """When the last e-mail was read (``time.monotonic``)."""
         self._first_unread = 1
         self._read: set[int] = set()
         self._parser = BytesHeaderParser(policy=email.policy.default)
@@ -143,7 +141,6 @@ class SinkWatch:
             if number not in self._read:
                 if self._read_file(number):
                     self._read.add(number)
-                    self.last_read = time.monotonic()
                     misses = 0
                 else:
                     misses += 1
@@ -171,16 +168,32 @@ class SinkWatch:
         return True
 
 
-async def until_quiet(watch: SinkWatch, quiet: float, at_most: float) -> float:
-    """Wait until no e-mail has reached the sink for ``quiet`` seconds (the e-mails of an
-    earlier load still due have gone out), ``at_most`` seconds; the seconds waited."""
+def still_due(watch: SinkWatch, orders: Sequence[Order]) -> int:
+    """The e-mails of ``orders`` not at the sink yet: a placed order's confirmation, a paid
+    one's receipt."""
+    arrivals = watch.arrivals
+    due = 0
+    for order in orders:
+        if order.number is None:
+            continue
+        due += order.confirmation_subject not in arrivals
+        paid = order.paid_at is not None and order.payment_error is None
+        due += paid and order.receipt_subject not in arrivals
+    return due
+
+
+async def until_sent(
+    watch: SinkWatch, orders: Sequence[Order], at_most: float
+) -> tuple[float, int]:
+    """Wait until the e-mails of ``orders`` have reached the sink, ``at_most`` seconds: the
+    seconds waited and the e-mails still due then."""
     began = time.monotonic()
     while True:
-        now = time.monotonic()
-        still = quiet - (now - watch.last_read)
-        if still <= 0 or now - began >= at_most:
-            return now - began
-        await asyncio.sleep(still)
+        due = still_due(watch, orders)
+        waited = time.monotonic() - began
+        if not due or waited >= at_most:
+            return waited, due
+        await asyncio.sleep(_SETTLE_INTERVAL)
 
 
 @dataclass(frozen=True)

@@ -103,3 +103,25 @@ async def test_a_second_delivery_waits_for_the_first_and_then_skips_it(
     assert await first == Ack()
     assert await second == Ack(duplicate=True)
     assert await counts(sessions) == (1, 1)
+
+
+@pytest.mark.usefixtures("effects")
+async def test_a_handler_that_rolls_back_its_session_is_not_taken_as_done(
+    sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    # Its rollback takes the inbox row with it; what it writes after begins a transaction
+    # of its own, which must not stand in for the message's.
+    router = Router("inbox-test")
+
+    @router.subscriber(OrderCreated)
+    async def record(event: OrderCreated, context: MessageContext) -> None:
+        assert context.session is not None
+        insert = text("INSERT INTO effects VALUES (:number)")
+        await context.session.execute(insert, {"number": event.order_number})
+        await context.session.rollback()
+        await context.session.execute(insert, {"number": event.order_number})
+
+    outcome = await Pipeline(router, sessions=sessions).process(delivery())
+
+    assert not isinstance(outcome, Ack)
+    assert await counts(sessions) == (0, 0)

@@ -197,6 +197,16 @@ def test_a_long_product_name_wraps_within_its_column_beside_the_rest_of_its_row(
     assert amount.x + amount.width == pytest.approx(210 - MARGIN - 1.5, abs=0.01)
 
 
+def test_a_wrapped_product_name_keeps_its_dashes_and_curly_quotes() -> None:
+    # Windows-1252 has them, so the font draws them, on a line of its own as on one line.
+    name = LONG_NAME.replace(" and ", " \u2013 ").replace("Centella", "\u201cCentella\u201d")
+    line = {"sku": "TONER-AHA-BHA-150", "name": name, "quantity": 1, "unit_price": 139000}
+    text = text_of(render_invoice(paid_order(lines=[line], total=139000), SHOP))
+    assert "\u2013" in text
+    assert "\u201cCentella\u201d" in text
+    assert "?" not in text
+
+
 def test_a_long_order_repeats_the_headings_and_keeps_each_row_on_one_page() -> None:
     lines = [
         {

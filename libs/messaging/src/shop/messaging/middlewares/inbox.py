@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Final
 
 import structlog
-from sqlalchemy import Connection
+from sqlalchemy import Connection, RootTransaction
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session
 
@@ -41,7 +41,7 @@ class Inbox:
         # good part of a message's cost): the steps that need no await in between share one.
         # Closing the connection rolls back whatever was not committed.
         async with self.engine.connect() as connection:
-            first_time = await connection.run_sync(
+            transaction, first_time = await connection.run_sync(
                 _begin_and_record, handling.subscriber_id, envelope.event_id, envelope.type
             )
             if not first_time:
@@ -64,27 +64,33 @@ class Inbox:
             except BaseException:
                 await session.close()
                 raise
-            await connection.run_sync(_flush_and_commit, session.sync_session)
+            await connection.run_sync(_flush_and_commit, transaction, session.sync_session)
             return outcome
 
 
 def _begin_and_record(
     connection: Connection, consumer: str | None, event_id: object, type_: str
-) -> bool:
-    """Begin the transaction and record the message in the inbox; False when it was
-    recorded before. Through the connection's own execute, not the driver's: that is what
-    begins the transaction (an INSERT sent to the driver directly commits on its own,
-    before the handler has run)."""
-    connection.begin()
+) -> tuple[RootTransaction, bool]:
+    """Begin the transaction and record the message in the inbox: the transaction, and
+    False when the message was recorded before. Through the connection's own execute, not
+    the driver's: that is what begins the transaction (an INSERT sent to the driver directly
+    commits on its own, before the handler has run)."""
+    transaction = connection.begin()
     result = connection.exec_driver_sql(_RECORD, (consumer, event_id, type_))
-    return result.first() is not None
+    return transaction, result.first() is not None
 
 
-def _flush_and_commit(connection: Connection, session: Session) -> None:
+def _flush_and_commit(
+    connection: Connection, transaction: RootTransaction, session: Session
+) -> None:
     """Write what the handler left in its session, close the session, and commit the
-    connection's transaction: the inbox row and the handler's effects together."""
+    transaction the inbox row was written in, with the handler's effects. That very
+    transaction: a handler that rolled its session back ended it, and what it wrote after
+    went into one of its own, which the session's close rolls back; committing the
+    connection would then commit nothing and take the message as done. Committing an ended
+    transaction raises, and the message is tried again."""
     try:
         session.flush()
     finally:
         session.close()
-    connection.commit()
+    transaction.commit()

@@ -261,7 +261,14 @@ def _lines_within(pdf: FPDF, text: str, column_width: float) -> tuple[_Line, ...
         output=MethodReturnValue.LINES,
     )
     assert isinstance(lines, list)  # what output=LINES returns
-    return tuple(_Line(line, pdf.get_string_width(line)) for line in lines)
+    return tuple(_Line(text, pdf.get_string_width(text)) for text in map(_denormalized, lines))
+
+
+def _denormalized(line: str) -> str:
+    """A line ``multi_cell`` laid out, as it was given: it returns its lines in the font's
+    bytes (Windows-1252 read as latin-1, an en dash as U+0096), and ``text`` and
+    ``get_string_width`` would encode them a second time, each such character a "?"."""
+    return line.encode("latin-1").decode(_CORE_FONT_ENCODING)
 
 
 def _draw_headings(pdf: FPDF, headings: _Row) -> None:
