@@ -9,9 +9,9 @@ Four consumers on Kafka, three on SQS, each in a process of its own whose CPU is
   on Kafka, offsets committed every 0.5 s; on SQS, each received batch deleted at once;
 - ``faststream`` (Kafka only: FastStream has no SQS transport): a FastStream
   ``KafkaBroker`` subscriber configured as the shop's transport configures its own (no
-  dependency injection, a parser that keeps the record, offsets committed explicitly
+  dependency injection, the transport's parser and decoder, offsets committed explicitly
   every 0.5 s), handing each record to a task doing the bare side's SQL, 16 in flight:
-  the floor the framework the shop must run on sets, without anything of the shop;
+  the floor the framework the shop must run on sets, without the shop's pipeline;
 - ``library``: the shop's :class:`~shop.messaging.Worker` (every middleware, metrics,
   the dead-letter collector), a transactional subscriber whose handler does the INSERT,
   tracing off (production samples; a sampled-out message costs what an unsampled one does);

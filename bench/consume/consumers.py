@@ -163,7 +163,7 @@ async def bare_sqs(args: argparse.Namespace, clock: Clock) -> None:
     await pool.close()
 
 
-# --- faststream: the framework the shop's Kafka transport runs on, and nothing of the shop --
+# --- faststream: the framework the shop's Kafka transport runs on, configured as it does ---
 
 
 class _Offsets:
@@ -182,41 +182,32 @@ class _Offsets:
 
 def _faststream_subscriber(args: argparse.Namespace) -> tuple[Any, Any]:
     """A FastStream broker and its subscriber to OrderCreated, as the shop's transport
-    configures one (no dependency injection, its access log at DEBUG, a parser that keeps
-    the record as it came, offsets never committed by acknowledging)."""
+    configures one: no dependency injection, its access log at DEBUG, the transport's own
+    parser and decoder (the record as it came), offsets never committed by acknowledging."""
     import logging  # noqa: PLC0415
 
     from faststream import AckPolicy  # noqa: PLC0415
     from faststream.kafka import KafkaBroker  # noqa: PLC0415
-    from faststream.kafka.message import FAKE_CONSUMER, KafkaMessage  # noqa: PLC0415
 
     from shop.contracts import OrderCreated  # noqa: PLC0415
     from shop.messaging import Naming  # noqa: PLC0415
+    from shop.messaging.transports.kafka.underneath import (  # noqa: PLC0415
+        record_as_it_came,
+        record_itself,
+    )
 
     settings = args.messaging
     topic = Naming(settings["namespace"]).topic(OrderCreated)
     broker = KafkaBroker(
         settings["kafka"]["bootstrap_servers"], apply_types=False, log_level=logging.DEBUG
     )
-
-    async def parse(raw: Any) -> KafkaMessage:
-        return KafkaMessage(
-            raw_message=raw,
-            body=raw.value or b"",
-            message_id=f"{raw.offset}-{raw.timestamp}",
-            consumer=FAKE_CONSUMER,  # never acknowledged: offsets are committed apart
-        )
-
-    async def decode(message: KafkaMessage) -> Any:
-        return message.raw_message
-
     subscriber = broker.subscriber(
         topic,
         group_id=args.group,
         ack_policy=AckPolicy.MANUAL,
         auto_offset_reset="earliest",
-        parser=parse,
-        decoder=decode,
+        parser=record_as_it_came,
+        decoder=record_itself,
     )
     return broker, subscriber
 

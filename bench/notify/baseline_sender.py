@@ -32,6 +32,35 @@ from shop.notification.service_layer.notifier import message_id_domain
 from shop.notification.settings import NotificationSettings, SmtpSettings
 
 
+def order_email(
+    mail: OrderEmail,
+    event: OrderFacts,
+    renderer: EmailRenderer,
+    invoice: bytes | None,
+    domain: str,
+) -> Email:
+    """``mail`` about ``event`` as ``Notifier`` builds it (same fields, same Message-ID),
+    with ``invoice``, the PDF, attached when there is one."""
+    rendered = renderer.render(mail, event)
+    attachments = ()
+    if invoice is not None:
+        attachments = (
+            Attachment(
+                filename=f"invoice-{event.order_number}.pdf",
+                content_type="application/pdf",
+                data=invoice,
+            ),
+        )
+    return Email(
+        to=event.customer_email,
+        subject=rendered.subject,
+        text=rendered.text,
+        html=rendered.html,
+        message_id=f"<{mail.kind.value}.{event.order_id}@{domain}>",
+        attachments=attachments,
+    )
+
+
 class Sender:
     """What the worker's handler does for one event, less its database reads and writes:
     render the e-mail (and its invoice), build the Email as ``Notifier`` does (same fields,
@@ -59,25 +88,11 @@ class Sender:
         return payload
 
     def email(self, event: OrderFacts) -> Email:
-        rendered = self.renderer.render(self.mail, event)
-        attachments = ()
+        invoice = None
         if self.mail.invoice:
             assert isinstance(event, OrderPaid)  # an invoice's e-mail is sent on OrderPaid
-            attachments = (
-                Attachment(
-                    filename=f"invoice-{event.order_number}.pdf",
-                    content_type="application/pdf",
-                    data=self.invoices.render(event),
-                ),
-            )
-        return Email(
-            to=event.customer_email,
-            subject=rendered.subject,
-            text=rendered.text,
-            html=rendered.html,
-            message_id=f"<{self.mail.kind.value}.{event.order_id}@{self.domain}>",
-            attachments=attachments,
-        )
+            invoice = self.invoices.render(event)
+        return order_email(self.mail, event, self.renderer, invoice, self.domain)
 
     async def send(self, body: bytes) -> None:
         await self.sender.send(self.email(self.event(body)))

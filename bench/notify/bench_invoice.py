@@ -25,13 +25,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
+from baseline_sender import order_email
+
 from shop.contracts import OrderCreated, OrderPaid
 from shop.contracts.examples import examples
 from shop.notification.adapters.smtp import flattened, mime_message
 from shop.notification.domain import invoice
-from shop.notification.domain.emails import CONFIRMATION, RECEIPT, OrderEmail
+from shop.notification.domain.emails import CONFIRMATION, RECEIPT
 from shop.notification.domain.rendering import EmailRenderer, ShopIdentity
-from shop.notification.ports import Attachment, Email
 
 REPO: Final = Path(__file__).resolve().parents[2]
 INVOICE_MODULE: Final = "services/notification/src/shop/notification/domain/invoice.py"
@@ -42,6 +43,7 @@ SHOP: Final = ShopIdentity(
     website="https://glowlab.example",
 )
 SENDER: Final = "Glow Lab <orders@glowlab.example>"
+DOMAIN: Final = "glowlab.example"
 
 Render = Callable[[OrderPaid, ShopIdentity], bytes]
 
@@ -106,20 +108,8 @@ def receipt_parts(render: Render, times: int) -> dict[str, float]:
     paid = examples()[OrderPaid]
     created = examples()[OrderCreated]
 
-    def email(mail: OrderEmail, event: OrderPaid | OrderCreated, pdf: bytes | None) -> Email:
-        rendered = words.render(mail, event)
-        attachments = () if pdf is None else (Attachment("invoice.pdf", "application/pdf", pdf),)
-        return Email(
-            to=event.customer_email,
-            subject=rendered.subject,
-            text=rendered.text,
-            html=rendered.html,
-            message_id=f"<{mail.kind.value}.{event.order_id}@glowlab.example>",
-            attachments=attachments,
-        )
-
-    receipt = email(RECEIPT, paid, render(paid, SHOP))
-    confirmation = email(CONFIRMATION, created, None)
+    receipt = order_email(RECEIPT, paid, words, render(paid, SHOP), DOMAIN)
+    confirmation = order_email(CONFIRMATION, created, words, None, DOMAIN)
     receipt_mime = mime_message(receipt, sender=SENDER)
     confirmation_mime = mime_message(confirmation, sender=SENDER)
     return {

@@ -340,22 +340,17 @@ def _draw_text(pdf: FPDF, width: float, text: str, *, align: Align = Align.L) ->
     """``text`` from the current position, in lines ``width`` wide (0: to the right margin)
     that wrap where it does not fit; the position moves to the left margin, below it."""
     room = width or pdf.w - pdf.r_margin - pdf.get_x()
-    if _fits_one_line(pdf, text, room - 2 * pdf.c_margin):
+    one_line = _one_line_width(pdf, text)
+    if one_line is not None and one_line <= room - 2 * pdf.c_margin:
         pdf.cell(width, _LINE_HEIGHT, text, align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
     else:
         pdf.multi_cell(width, _LINE_HEIGHT, text, align=align, new_x=XPos.LMARGIN, new_y=YPos.NEXT)
 
 
-def _fits_one_line(pdf: FPDF, text: str, width: float) -> bool:
-    """Whether ``multi_cell`` would lay ``text`` out, in the current font, as a single line
-    no wider than ``width``, which ``cell`` then draws alike."""
-    one_line = _one_line_width(pdf, text)
-    return one_line is not None and one_line <= width
-
-
 def _one_line_width(pdf: FPDF, text: str) -> float | None:
-    """The width of ``text`` on one line in the current font; None if it has a character
-    only ``multi_cell`` lays out as it should (:data:`_NOT_ONE_LINE`)."""
+    """The width of ``text`` on one line in the current font, where ``cell`` draws it as
+    ``multi_cell`` would; None if it has a character only ``multi_cell`` lays out as it
+    should (:data:`_NOT_ONE_LINE`)."""
     if _NOT_ONE_LINE.search(text) is not None:
         return None
     return pdf.get_string_width(text)
