@@ -21,13 +21,14 @@ REPORT = {"checked": 3, "findings": []}
 
 class _Worker(BaseHTTPRequestHandler):
     busy_answers = 0
+    busy_status = 409
     asked = 0
 
     def do_POST(self) -> None:
         type(self).asked += 1
         busy = type(self).asked <= type(self).busy_answers
         status, body = (
-            (409, {"detail": "another worker is reconciling now; ask again soon"})
+            (type(self).busy_status, {"detail": "busy now; ask again shortly"})
             if busy
             else (200, REPORT)
         )
@@ -47,7 +48,7 @@ def worker(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[type[_Worker], Ops
     """payment-service's worker, busy for its first ``busy_answers`` asks; asked again at
     once."""
     monkeypatch.setattr(reconciliation, "_BUSY_PAUSE", 0.01)
-    handler = type("Worker", (_Worker,), {"busy_answers": 0, "asked": 0})
+    handler = type("Worker", (_Worker,), {"busy_answers": 0, "busy_status": 409, "asked": 0})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -79,4 +80,28 @@ def test_a_worker_busy_past_the_wait_is_an_error_that_says_so(
     monkeypatch.setattr(reconciliation, "_BUSY_WAIT", 0.1)
 
     with pytest.raises(OpsError, match="another reconciliation is still running"):
+        asyncio.run(reconciliation._payment_service_reconciles(settings, None))
+
+
+def test_a_worker_whose_database_is_slow_a_moment_is_asked_again(
+    worker: tuple[type[_Worker], OpsSettings],
+) -> None:
+    # Its 503 says "ask again shortly": a database slow under load is no answer yet.
+    handler, settings = worker
+    handler.busy_answers, handler.busy_status = 2, 503
+
+    report = asyncio.run(reconciliation._payment_service_reconciles(settings, None))
+
+    assert report == REPORT
+    assert handler.asked == 3
+
+
+def test_a_worker_whose_database_stays_away_past_the_wait_is_an_error_that_says_so(
+    worker: tuple[type[_Worker], OpsSettings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handler, settings = worker
+    handler.busy_answers, handler.busy_status = 1_000, 503
+    monkeypatch.setattr(reconciliation, "_BUSY_WAIT", 0.1)
+
+    with pytest.raises(OpsError, match="503"):
         asyncio.run(reconciliation._payment_service_reconciles(settings, None))

@@ -26,10 +26,11 @@ from shop.ops.settings import (
 
 _RECONCILE_TIMEOUT: Final = httpx.Timeout(600.0, connect=5.0)
 _BUSY_PAUSE: Final = 1.0
-"""Seconds between asks while another reconciliation runs in payment-service's worker."""
+"""Seconds between asks while another reconciliation runs in payment-service's worker, or
+while its database is away (a 503)."""
 _BUSY_WAIT: Final = 120.0
-"""How long to wait for that other reconciliation (its schedule's, or another operator's)
-before saying so: one takes seconds."""
+"""How long to wait for that other reconciliation (its schedule's, or another operator's),
+or for the worker's database, before saying so: one takes seconds."""
 SETTLING: Final = timedelta(seconds=60)
 """Payments changed this recently may still have their events on the bus: not drift yet."""
 
@@ -109,10 +110,13 @@ async def _payment_service_reconciles(
     async with operator_port(settings, PAYMENT_SERVICE, patience=_RECONCILE_TIMEOUT) as payments:
         while True:
             reply = await payments.answer("POST", "/reconciliation", params)
-            # 409: one reconciliation at a time, and another is running; this one waits.
-            if reply.status_code != 409:
+            # 409: one reconciliation at a time, and another is running; 503: its database
+            # was away or too slow a moment, and it says to ask again shortly. This one waits.
+            if reply.status_code not in {409, 503}:
                 break
             if time.monotonic() > give_up:
+                if reply.status_code == 503:
+                    break
                 raise OpsError(
                     f"another reconciliation is still running after {_BUSY_WAIT:g} s; "
                     "ask again later"
