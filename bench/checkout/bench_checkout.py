@@ -54,8 +54,9 @@ import uvloop
 from shop.devstack.cpu import CORES, family_seconds, machine_ticks, own_seconds, process_seconds
 from shop.devstack.open_loop import OpenLoopFigures, Send, open_loop
 from shop.devstack.parts import postgres_part
+from shop.devstack.ports import free_port
 from shop.devstack.postgres import EmbeddedPostgres
-from shop.devstack.process import ManagedProcess, free_port, port_accepts
+from shop.devstack.process import ManagedProcess, port_accepts
 from shop.devstack.settings import DevstackSettings
 from shop.order.adapters.catalogue import SEED_PRODUCTS
 from shop.order.migrations import migrate

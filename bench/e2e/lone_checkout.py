@@ -15,8 +15,9 @@ from pathlib import Path
 
 from make_run import RunningShop, stock_up
 
+from shop.devstack.ports import free_port
 from shop.devstack.postgres import PostgresServer
-from shop.devstack.process import ManagedProcess, free_port, ready_at
+from shop.devstack.process import ManagedProcess, ready_at
 
 
 @dataclass(frozen=True)

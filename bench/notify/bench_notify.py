@@ -57,8 +57,9 @@ from shop.devstack import SmtpSink, TansuBroker
 from shop.devstack.cpu import CORES, machine_ticks, own_seconds, process_seconds, tree_seconds
 from shop.devstack.errors import DevstackError
 from shop.devstack.parts import Part, kafka_part, postgres_part
+from shop.devstack.ports import free_port
 from shop.devstack.postgres import EmbeddedPostgres, PostgresServer
-from shop.devstack.process import ManagedProcess, free_port
+from shop.devstack.process import ManagedProcess
 from shop.devstack.settings import DevstackSettings
 from shop.messaging import KafkaSettings, MessagingSettings
 from shop.messaging.testing import publish_with

@@ -31,7 +31,8 @@ import aiohttp
 
 from shop.devstack.open_loop import OpenLoopFigures, open_loop
 from shop.devstack.parts import postgres_part
-from shop.devstack.process import ManagedProcess, free_port, port_accepts
+from shop.devstack.ports import free_port
+from shop.devstack.process import ManagedProcess, port_accepts
 from shop.devstack.settings import DevstackSettings
 from shop.payment.migrations import migrate
 from shop.simulators.gateway import SHOP_SIGNATURE_HEADER, shop_signature

@@ -19,7 +19,8 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from shop.devstack.errors import DevstackError
-from shop.devstack.process import ManagedProcess, free_port, ready_at
+from shop.devstack.ports import free_port
+from shop.devstack.process import ManagedProcess, ready_at
 from shop.devstack.procfile import Placeholders, ShopProcess, load
 from shop.devstack.settings import DevstackSettings
 from shop.devstack.stack import Devstack

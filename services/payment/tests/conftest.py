@@ -13,7 +13,8 @@ from pydantic import SecretStr
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from shop.database import create_engine, session_factory
-from shop.devstack.process import ManagedProcess, free_port, port_accepts
+from shop.devstack.ports import free_port
+from shop.devstack.process import ManagedProcess, port_accepts
 from shop.messaging import MessagingSettings
 from shop.payment.adapters.webhook_events import AsyncpgWebhookStore
 from shop.payment.api.app import create_app

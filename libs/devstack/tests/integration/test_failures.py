@@ -8,6 +8,7 @@ import pytest
 
 from shop.devstack import DevstackError, TansuBroker
 from shop.devstack.parts import ExternalPart
+from shop.devstack.ports import free_port
 from shop.devstack.process import ManagedProcess
 
 
@@ -54,9 +55,7 @@ def test_a_server_that_never_gets_ready_is_stopped_after_the_timeout(tmp_path: P
 
 
 def test_an_unreachable_external_server_is_reported():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        free = probe.getsockname()[1]
+    free = free_port()
 
     with pytest.raises(DevstackError, match=f"nothing answers at 127.0.0.1:{free}"):
         ExternalPart("postgres", "127.0.0.1", free).wait_ready()

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from shop.contracts import Envelope, OrderCreated, decode, examples, wrap
 from shop.devstack.kafka import KafkaCluster, TansuBroker
-from shop.devstack.process import free_port
+from shop.devstack.ports import free_port
 from shop.messaging import (
     KafkaSettings,
     Naming,

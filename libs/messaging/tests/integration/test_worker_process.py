@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from shop.devstack.process import free_port
+from shop.devstack.ports import free_port
 from shop.devstack.testing import wait_for_line
 
 SCRIPT = Path(__file__).with_name("worker_process.py")

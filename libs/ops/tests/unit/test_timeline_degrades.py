@@ -4,7 +4,6 @@ The services are stand-ins serving hand-written answers on the paths the workers
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 from pydantic import SecretStr
 
+from shop.devstack.ports import free_port
 from shop.messaging import OperatorRoute
 from shop.messaging.testing import operator_port
 from shop.ops.errors import OpsError
@@ -80,9 +80,7 @@ NOTIFICATION_SERVICE_ROUTES = [
 
 
 def closed_port() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 def settings(order: str, payment: str, notification: str) -> OpsSettings:

@@ -25,7 +25,7 @@ from fastapi import FastAPI
 from playwright.async_api import Page, async_playwright, expect
 
 from shop.console.bootstrap import build_app
-from shop.devstack.process import free_port
+from shop.devstack.ports import free_port
 from shop.messaging import MessagingSettings
 from shop.messaging.testing import eventually, running, wait_until
 from shop.ops.deadletters import DeadLetterEntry, list_dead_letters

@@ -8,7 +8,7 @@ import uuid
 
 from shop.console.adapters.orders import ServiceOrderDirectory
 from shop.console.bootstrap import build_app
-from shop.devstack.process import free_port
+from shop.devstack.ports import free_port
 from shop.messaging import MessagingSettings
 from shop.messaging.testing import eventually, running
 from shop.ops.deadletters import list_dead_letters

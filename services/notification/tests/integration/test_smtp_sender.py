@@ -24,7 +24,7 @@ from cryptography.x509.oid import NameOID
 from pydantic import SecretStr
 
 from shop.devstack import SmtpSink
-from shop.devstack.process import free_port
+from shop.devstack.ports import free_port
 from shop.notification.adapters.smtp import SmtpEmailSender
 from shop.notification.ports import (
     Attachment,

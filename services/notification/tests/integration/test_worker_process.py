@@ -15,7 +15,7 @@ from typing import Any
 
 from shop.contracts import OrderCreated
 from shop.devstack import SmtpSink
-from shop.devstack.process import free_port
+from shop.devstack.ports import free_port
 from shop.devstack.testing import wait_for_line
 from shop.messaging.testing import eventually
 from shop.notification.settings import NotificationSettings

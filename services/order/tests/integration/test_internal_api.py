@@ -5,7 +5,6 @@ messages, a search, the outbox's status; the operator token required; a bad quer
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import AsyncIterator
 
@@ -14,6 +13,7 @@ import pytest
 
 from shop.database import create_engine, session_factory
 from shop.database.driver import connection_lost
+from shop.devstack.ports import free_port
 from shop.messaging.internal import CUSTOMER_ORDERS_PATH, FORGET_CUSTOMER_PATH
 from shop.messaging.testing import operator_port
 from shop.order.internal import internal_routes
@@ -134,9 +134,7 @@ async def test_without_the_operator_token_every_internal_route_is_refused(
 
 
 def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    return free_port()
 
 
 async def test_a_database_that_cannot_be_reached_is_a_json_503_to_ask_again() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shop.devstack.process import free_port
+from shop.devstack.ports import free_port
 from shop.payment.adapters.gateway_midtrans import MidtransGateway
 from shop.payment.adapters.gateway_shop import ShopGateway
 from shop.payment.domain.errors import GatewayRefused, GatewayUnavailable

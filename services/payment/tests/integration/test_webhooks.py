@@ -17,7 +17,7 @@ from structlog.testing import capture_logs
 
 from shop.contracts import ProcessPayment, decode
 from shop.database import create_engine
-from shop.devstack.process import free_port
+from shop.devstack.ports import free_port
 from shop.messaging.schema import outbox
 from shop.payment.adapters.tables import payment_events
 from shop.payment.adapters.webhook_events import AsyncpgWebhookStore

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shop.devstack.errors import DevstackError
-from shop.devstack.process import ManagedProcess, answers_ok, free_port, port_accepts
+from shop.devstack.ports import free_port
+from shop.devstack.process import ManagedProcess, answers_ok, port_accepts
 
 DEV_REGION = "ap-southeast-3"  # Jakarta, where the shop's customers are
 DEV_CREDENTIALS = ("devstack", "devstack")

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from shop.devstack.errors import DevstackError
-from shop.devstack.process import ManagedProcess, free_port, port_accepts
+from shop.devstack.ports import free_port
+from shop.devstack.process import ManagedProcess, port_accepts
 
 
 @dataclass(frozen=True)

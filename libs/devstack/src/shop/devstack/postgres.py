@@ -18,7 +18,8 @@ from urllib.parse import quote, unquote, urlsplit
 import asyncpg
 
 from shop.devstack.errors import DevstackError
-from shop.devstack.process import ManagedProcess, free_port
+from shop.devstack.ports import free_port
+from shop.devstack.process import ManagedProcess
 
 _SAFE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _UNPRIVILEGED_USER = "embedded_postgres"

@@ -30,7 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shop.devstack.errors import DevstackError
-from shop.devstack.process import ManagedProcess, free_port, port_accepts, ready_at
+from shop.devstack.ports import free_port
+from shop.devstack.process import ManagedProcess, port_accepts, ready_at
 from shop.devstack.stack import Endpoints
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)(?::([a-z0-9_]+(?:=[0-9]+)?))?\}")

@@ -22,7 +22,7 @@ from typing import Any
 from aiosmtpd.controller import Controller
 
 from shop.devstack.errors import DevstackError
-from shop.devstack.process import free_port
+from shop.devstack.ports import free_port
 from shop.simulators.mail import (
     FAULT_REPLY,
     HANG_AT_MOST,

@@ -1,0 +1,108 @@
+"""Ports for the servers the devstack starts, handed out so that no one else takes them
+between the pick and the server's bind.
+
+A server learns its port before it binds it: its clients are given the address first. A
+port picked by binding port 0 comes from the kernel's ephemeral range, the range it also
+draws every outgoing connection's local port from, so in that gap any client on the machine
+(another test's database connection) can take it and the server fails with "address already
+in use". Ports are therefore picked below that range, where only explicit binds go, and
+recorded in a registry shared by every process on the machine that picks here (parallel
+test workers, `make run`): a port stays reserved for as long as the process that asked for
+it lives, so a server restarted on its own port (the chaos suite restarts Postgres) finds
+it still free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import random
+import socket
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from shop.devstack.errors import DevstackError
+
+LOWEST_PORT = 10000
+"""Below it lie the ports of well-known servers (Postgres, Redis, `make run`'s 8001…)."""
+
+REGISTRY = Path(tempfile.gettempdir()) / f"shop-devstack-ports-{os.getuid()}.json"
+
+_TRIES = 200
+_DEFAULT_EPHEMERAL = (32768, 60999)
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for outgoing connections' local ports, both ends included."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return _DEFAULT_EPHEMERAL
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on, outside the ephemeral range, and handed to no other
+    caller while this process lives (the caller binds it soon after)."""
+    low, high = ephemeral_range()
+    candidates = [*range(LOWEST_PORT, low), *range(high + 1, 65536)]
+    return pick_port(candidates, REGISTRY, host)
+
+
+def pick_port(candidates: Sequence[int], registry: Path, host: str = "127.0.0.1") -> int:
+    """One of ``candidates`` that ``host`` can bind and that ``registry`` holds for no
+    living process; it is recorded there for this one."""
+    with _locked(registry) as handed_out:
+        for pid in {pid for pid in handed_out.values() if not _alive(pid)}:
+            for port in [port for port, owner in handed_out.items() if owner == pid]:
+                del handed_out[port]
+        order = list(candidates)
+        random.shuffle(order)  # two runs on one machine rarely try the same ports first
+        for port in order[:_TRIES]:
+            if port not in handed_out and _bindable(host, port):
+                handed_out[port] = os.getpid()
+                return port
+    raise DevstackError(
+        f"no free port on {host} among {len(candidates)} candidates "
+        f"({min(candidates, default=0)}-{max(candidates, default=0)}), {_TRIES} tried"
+    )
+
+
+@contextlib.contextmanager
+def _locked(registry: Path) -> Iterator[dict[int, int]]:
+    """The registry's ports and their pickers' pids, read and written back under a lock."""
+    with open(registry, "a+", encoding="utf-8") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)  # released when the file closes
+        file.seek(0)
+        try:
+            handed_out = {int(port): int(pid) for port, pid in json.loads(file.read()).items()}
+        except (ValueError, AttributeError):  # empty, or left half written by a killed run
+            handed_out = {}
+        yield handed_out
+        file.seek(0)
+        file.truncate()
+        file.write(json.dumps({str(port): pid for port, pid in sorted(handed_out.items())}))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
+
+
+def _bindable(host: str, port: int) -> bool:
+    # Without SO_REUSEADDR, stricter than any server: a port still in TIME_WAIT is passed
+    # over too, whichever way its next server binds.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+        return True
