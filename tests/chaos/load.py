@@ -41,11 +41,12 @@ _GIVE_UP_AFTER: Final = 300.0
 
 
 async def _unless_slow(call: Awaitable[list[gateway.Answer]]) -> list[gateway.Answer]:
-    """The gateway's answer, or none when it took too long: it sends again what a killed
-    payment-api left unanswered, which may outlast the call (the charge is recorded first)."""
+    """The gateway's answer, or none when it took too long to give one: it sends again what
+    a killed payment-api left unanswered, which may outlast the call. The request was sent
+    (a read timed out): the gateway records the charge, if not yet, then soon."""
     try:
         return await call
-    except httpx.TimeoutException:
+    except httpx.ReadTimeout:
         return []
 
 
@@ -275,6 +276,7 @@ class Load:
             )
         )
         deadline = time.monotonic() + _GIVE_UP_AFTER
+        recorded = True
         while True:
             self._count_webhook_answers(answers, sent_at)
             refused = [a for a in answers if 400 <= a.status < 500]
@@ -283,12 +285,29 @@ class Load:
             if answers and all(answer.accepted for answer in answers):
                 return
             if time.monotonic() > deadline:
-                raise AssertionError(f"payment-api gave no answer for {_GIVE_UP_AFTER:g} s")
+                raise AssertionError(
+                    f"payment-api gave no answer for {_GIVE_UP_AFTER:g} s"
+                    if recorded
+                    else f"the gateway never recorded the payment of {order.number}"
+                )
             await asyncio.sleep(_RETRY_PAUSE)
             sent_at = time.time()
-            answers = await self._through_gateway(
-                gateway.notify_again(self.settings.gateway_url, order.id, every=True, resend=False)
+            again = await self._notified_again(order.id)
+            recorded = again is not None
+            answers = again or []
+
+    async def _notified_again(self, order_id: uuid.UUID) -> list[gateway.Answer] | None:
+        """The answers to the charge's notifications, sent again word for word; None while
+        the gateway has not recorded the charge yet (a 404: slow under fire, it had not
+        taken in the payment when the customer's call to it timed out)."""
+        try:
+            return await self._through_gateway(
+                gateway.notify_again(self.settings.gateway_url, order_id, every=True, resend=False)
             )
+        except httpx.HTTPStatusError as error:
+            if error.response.status_code != httpx.codes.NOT_FOUND:
+                raise
+            return None
 
     async def _through_gateway(self, call: Awaitable[list[gateway.Answer]]) -> list[gateway.Answer]:
         """A gateway call, while which a payment-api request is under way (the gateway

@@ -47,14 +47,16 @@ def test_a_port_handed_out_is_not_handed_out_again_while_its_picker_lives(
     tmp_path: Path,
 ) -> None:
     registry = tmp_path / "ports.json"
-    candidates = range(41000, 41010)
-    # Another process (a second test worker) takes half the candidates and lives on.
+    # Candidates no one else on the machine is handed meanwhile: held for this process in
+    # the machine's own registry.
+    candidates = sorted(free_port() for _ in range(10))
+    # Another process (a second test worker) takes half of them and lives on.
     other = subprocess.Popen(
         [
             sys.executable,
             "-c",
             "import sys; from pathlib import Path; from shop.devstack.ports import pick_port;"
-            f"print(*[pick_port(range(41000, 41010), Path({str(registry)!r})) for _ in range(5)]);"
+            f"print(*[pick_port({candidates!r}, Path({str(registry)!r})) for _ in range(5)]);"
             "sys.stdout.flush(); sys.stdin.read()",
         ],
         stdin=subprocess.PIPE,
@@ -88,4 +90,5 @@ def test_a_port_a_server_already_listens_on_is_skipped(tmp_path: Path) -> None:
 def test_an_unreadable_registry_is_started_afresh(tmp_path: Path) -> None:
     registry = tmp_path / "ports.json"
     registry.write_text("{not json")
-    assert pick_port(range(41020, 41021), registry) == 41020
+    port = free_port()
+    assert pick_port([port], registry) == port

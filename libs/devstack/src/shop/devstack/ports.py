@@ -56,12 +56,11 @@ def pick_port(candidates: Sequence[int], registry: Path, host: str = "127.0.0.1"
     """One of ``candidates`` that ``host`` can bind and that ``registry`` holds for no
     living process; it is recorded there for this one."""
     with _locked(registry) as handed_out:
-        for pid in {pid for pid in handed_out.values() if not _alive(pid)}:
-            for port in [port for port, owner in handed_out.items() if owner == pid]:
-                del handed_out[port]
-        order = list(candidates)
-        random.shuffle(order)  # two runs on one machine rarely try the same ports first
-        for port in order[:_TRIES]:
+        gone = {pid for pid in set(handed_out.values()) if not _alive(pid)}
+        for port in [port for port, owner in handed_out.items() if owner in gone]:
+            del handed_out[port]
+        # At random: two processes picking at once rarely try the same ports first.
+        for port in random.sample(candidates, min(_TRIES, len(candidates))):
             if port not in handed_out and _bindable(host, port):
                 handed_out[port] = os.getpid()
                 return port

@@ -1,0 +1,83 @@
+"""The chaos load pays as a customer at a gateway that is slow under fire: what it sends
+again, and when, must neither give up on a payment the gateway has not recorded yet nor pay
+twice. The gateway is a stand-in here: these are the load's own decisions."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import httpx
+import pytest
+
+from shop.ops.payments import PaymentDue
+from shop.ops.settings import OpsSettings
+from shop.simulators import gateway
+
+from .load import Load, PlannedOrder
+
+
+class SlowGateway:
+    """Takes the payment after the customer's call has timed out: until then, a charge
+    it is asked to notify again is unknown to it (a 404)."""
+
+    def __init__(self, unknown_for: int) -> None:
+        self.unknown_for = unknown_for
+        self.payments = 0
+        self.notifications_asked = 0
+
+    async def pay_at_gateway(self, *_args: object, **_kwargs: object) -> list[gateway.Answer]:
+        self.payments += 1
+        raise httpx.ReadTimeout("the gateway took the request and answered too late")
+
+    async def notify_again(
+        self, gateway_url: str, order_id: uuid.UUID, **_kwargs: object
+    ) -> list[gateway.Answer]:
+        self.notifications_asked += 1
+        if self.notifications_asked <= self.unknown_for:
+            url = f"{gateway_url}/_simulator/charges/{order_id}/notify"
+            request = httpx.Request("POST", url)
+            reply = httpx.Response(404, request=request, json={"detail": "no charge"})
+            raise httpx.HTTPStatusError("404 Not Found", request=request, response=reply)
+        return [gateway.Answer("settlement", 200, "{}")]
+
+
+def an_order() -> PlannedOrder:
+    order_id = uuid.uuid4()
+    order = PlannedOrder(0, "pay", gateway.Format.SHOP, 1, [("SERUM-NIA-30", 1)], "token")
+    order.id = order_id
+    order.number = "SHOP-1"
+    order.due = PaymentDue(order_id, "SHOP-1", 120_000, "IDR", "pending")
+    return order
+
+
+def test_a_payment_the_gateway_records_late_is_asked_about_again_not_paid_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    slow = SlowGateway(unknown_for=3)
+    monkeypatch.setattr(gateway, "pay_at_gateway", slow.pay_at_gateway)
+    monkeypatch.setattr(gateway, "notify_again", slow.notify_again)
+    monkeypatch.setattr("tests.chaos.load._RETRY_PAUSE", 0.01)
+    order = an_order()
+    load = Load(OpsSettings(environment="test"), [order], rate=1)
+
+    asyncio.run(load._pay(order))
+
+    assert slow.payments == 1
+    assert slow.notifications_asked == 4
+
+
+def test_a_payment_the_gateway_never_records_fails_the_run_saying_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    never = SlowGateway(unknown_for=10**9)
+    monkeypatch.setattr(gateway, "pay_at_gateway", never.pay_at_gateway)
+    monkeypatch.setattr(gateway, "notify_again", never.notify_again)
+    monkeypatch.setattr("tests.chaos.load._RETRY_PAUSE", 0.01)
+    monkeypatch.setattr("tests.chaos.load._GIVE_UP_AFTER", 0.1)
+    order = an_order()
+    load = Load(OpsSettings(environment="test"), [order], rate=1)
+
+    with pytest.raises(AssertionError, match="the gateway never recorded the payment of SHOP-1"):
+        asyncio.run(load._pay(order))
+    assert never.payments == 1
