@@ -27,9 +27,13 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet "uv==$(UV_VERSION)"
 
-# The venv is rebuilt whenever the lock file changes.
-$(VENV)/.synced: $(UV) uv.lock pyproject.toml
-	$(UV) sync --locked --all-packages --python $(PYTHON)
+# The venv is rebuilt whenever the lock file (or this file) changes. Its packages are compiled to bytecode
+# once, here: where PYTHONDONTWRITEBYTECODE is set (as in many containers) Python never
+# writes a .pyc itself, and every process the suite or make run starts would compile every
+# module it imports again (the payment worker's imports: 7.6 s of CPU from source, 2.6 s
+# from bytecode).
+$(VENV)/.synced: $(UV) uv.lock pyproject.toml Makefile
+	$(UV) sync --locked --all-packages --compile-bytecode --python $(PYTHON)
 	@touch $@
 
 # The console's browser tests drive Debian's Chromium (Playwright's browser downloads are
@@ -46,7 +50,10 @@ $(CHROMIUM):
 		exit 1; \
 	fi
 
+# The workspace's own modules too, on every install: only those changed since are compiled
+# again (a stale .pyc is never used: Python compares it with its source).
 install: $(VENV)/.synced
+	@$(VENV)/bin/python -m compileall -q -j 0 contracts libs services >/dev/null
 
 run: install
 	$(RUN) python -m shop.devstack up --workdir .devstack --procfile devstack.toml
