@@ -1,6 +1,7 @@
 """What the processes' own records say a blow interrupted: the e-mails a notification
 worker's log shows being sent (a "sending e-mail" line with no outcome after it) at the
-moment of the blow, and the e-mails the SMTP sink took and then dropped the connection on.
+moment of the blow or of a handler's timeout, and the e-mails the SMTP sink took and then
+dropped the connection on.
 Each duplicate e-mail must be explained by such evidence (see ``invariants``)."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ SENDING: Final = "sending e-mail"
 PUT_OFF: Final = "another delivery is sending"
 """A second delivery of an event finding its e-mail held by the first: its failure says
 nothing of the first one's send."""
+TIMED_OUT: Final = "HandlerTimedOut"
 SEND_OUTCOMES: Final = frozenset({"e-mail sent", "e-mail sent twice"})
 """Lines that close a send: the e-mail was recorded (or found recorded by another)."""
 
@@ -139,10 +141,41 @@ def dropped_replies(mail_dir: Path) -> list[SendBlow]:
     ]  # fmt: skip
 
 
+def timed_out_sends(logs: list[Path], handler_timeout: float) -> list[SendBlow]:
+    """Each delivery given up at its handler's timeout while its e-mail was being sent,
+    one blow each: the provider may have taken the e-mail before the send was cut, and the
+    retry sends it again (a loaded machine makes sends outlast the timeout, not only the
+    provider's hang). The send must have begun within ``handler_timeout`` of the timeout:
+    one begun earlier was another delivery's (cut by a kill, say), not this one's."""
+    blows = []
+    for path in logs:
+        sending: dict[str, tuple[str, float]] = {}  # delivery (event) → its e-mail, since
+        for line in _lines(LogSlice(path, 0)):
+            event, email, delivery = line.get("event"), _email_of(line), line.get("event_id")
+            when = _when(line)
+            if event == SENDING and email is not None and when is not None:
+                sending[str(delivery)] = (email, when)
+            elif event in SEND_OUTCOMES and email is not None:
+                sending = {d: sent for d, sent in sending.items() if sent[0] != email}
+            elif (
+                line.get("level") in {"warning", "error"}
+                and delivery is not None
+                and PUT_OFF not in str(line.get("error", ""))
+            ):
+                cut = sending.pop(str(delivery), None)
+                if (
+                    cut is not None
+                    and line.get("error_type") == TIMED_OUT
+                    and when is not None
+                    and when - cut[1] <= handler_timeout
+                ):
+                    what = "handler timed out"
+                    blows.append(SendBlow(what, str(delivery), when, frozenset({cut[0]})))
+    return blows
+
+
 def handler_timeouts(logs: list[Path]) -> int:
     """Deliveries given up at their handler's timeout (and retried), as the logs tell."""
     return sum(
-        line.get("error_type") == "HandlerTimedOut"
-        for path in logs
-        for line in _lines(LogSlice(path, 0))
+        line.get("error_type") == TIMED_OUT for path in logs for line in _lines(LogSlice(path, 0))
     )

@@ -84,7 +84,8 @@ class SendBlow:
     e-mails it found being sent (by the local part of their Message-ID)."""
 
     what: str
-    """``notification worker killed``, ``database restarted``, ``provider dropped its reply``."""
+    """``notification worker killed``, ``database restarted``, ``provider dropped its reply``,
+    ``handler timed out``."""
     target: str
     at: float
     """Wall-clock time."""

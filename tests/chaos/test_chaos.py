@@ -36,7 +36,7 @@ from shop.ops.settings import OpsSettings
 from shop.simulators import gateway
 from shop.simulators.mail import ProviderFaults, ProviderJournal
 
-from .evidence import dropped_replies, evidence, handler_timeouts
+from .evidence import dropped_replies, evidence, handler_timeouts, timed_out_sends
 from .invariants import (
     DeadLetter,
     Expectations,
@@ -75,6 +75,8 @@ QUIET_SECONDS: Final = 10.0
 """How long the shop is left alone once it looks done, before the reading that is judged."""
 EMAIL_FAULTS: Final = ProviderFaults(latency=(0.02, 0.3), failure_rate=0.1)
 
+HANDLER_TIMEOUT: Final = 5.0
+"""How long the notification worker's handler may run (the provider's hang outlasts it)."""
 PAYMENT_WINDOW: Final = 40
 """Seconds to pay: short, so that deadlines fall due under fire (expiries, late payments
 and their refunds), yet long enough for a customer who pays at once to be in time behind
@@ -86,7 +88,7 @@ a frozen broker or a database restart."""
 EXTRA_ENV: Final = {
     "SHOP_PAYMENT_PAYMENT_WINDOW_SECONDS": str(PAYMENT_WINDOW),
     "SHOP_PAYMENT_EXPIRY_GRACE_SECONDS": "5",
-    "SHOP_NOTIFICATION_MESSAGING__HANDLER_TIMEOUT": "5",
+    "SHOP_NOTIFICATION_MESSAGING__HANDLER_TIMEOUT": f"{HANDLER_TIMEOUT:g}",
     "SHOP_NOTIFICATION_SMTP__TIMEOUT": "60",
     **{f"SHOP_{s}_MESSAGING__TIME_SCALE": "0.05" for s in ("ORDER", "PAYMENT", "NOTIFICATION")},
     **{f"SHOP_{s}_TRACING__EXPORTER": "none" for s in ("ORDER", "PAYMENT", "NOTIFICATION")},
@@ -155,9 +157,9 @@ async def under_fire(
     monkey.log.hung_sends = [
         e.message_id for e in ProviderJournal(shop.mail_dir).read() if e.what == "hung"
     ]
-    monkey.log.handler_timeouts = handler_timeouts(
-        [replica.log_path for replica in shop.of_kind(SENDER_KIND)]
-    )
+    sender_logs = [replica.log_path for replica in shop.of_kind(SENDER_KIND)]
+    monkey.log.handler_timeouts = handler_timeouts(sender_logs)
+    expectations.send_blows += timed_out_sends(sender_logs, HANDLER_TIMEOUT)
     invariants = check(reading, expectations) + blows_landed(monkey.log, load.figures, reading)
 
     counts = monkey.log.counts()

@@ -20,7 +20,14 @@ from shop.ops.settings import OpsSettings
 from shop.simulators.gateway import Format
 from shop.simulators.mail import ProviderJournal
 
-from .evidence import LogSlice, database_restart, dropped_replies, evidence, open_sends
+from .evidence import (
+    LogSlice,
+    database_restart,
+    dropped_replies,
+    evidence,
+    open_sends,
+    timed_out_sends,
+)
 from .invariants import (
     CANCELLATION,
     CONFIRMATION,
@@ -278,6 +285,52 @@ def test_a_send_with_no_outcome_before_the_blow_is_open_and_others_are_not(tmp_p
     assert open_sends(LogSlice(log, 0), blow_at) == {f"{RECEIPT}.{ORDER}"}
     # A later life starts where the earlier ended: nothing of the earlier one is read.
     assert open_sends(LogSlice(log, log.stat().st_size), blow_at) == set()
+
+
+def timed_out(event_id: str, at: str) -> str:
+    return json.dumps({"event": "handler failed, will retry", "level": "warning",
+                       "error_type": "HandlerTimedOut", "event_id": event_id,
+                       "timestamp": f"2026-12-05T01:00:{at}Z"})  # fmt: skip
+
+
+def test_a_handler_timeout_finds_the_send_it_cut_and_no_other(tmp_path: Path) -> None:
+    log = tmp_path / "notification-worker-1.log"
+    lines = [
+        log_line("sending e-mail", "00", order_id=ORDER, kind=CONFIRMATION, event_id="e1"),
+        timed_out("e1", "05"),  # cut mid-send: the provider may have taken it
+        log_line("sending e-mail", "05", order_id=ORDER, kind=CONFIRMATION, event_id="e1"),
+        log_line("e-mail sent", "06", order_id=ORDER, kind=CONFIRMATION),
+        log_line("sending e-mail", "07", order_id=ORDER, kind=RECEIPT, event_id="e2"),
+        log_line("e-mail sent", "08", order_id=ORDER, kind=RECEIPT),
+        timed_out("e2", "12"),  # its send had closed
+        timed_out("e3", "13"),  # it timed out before it began to send
+        log_line("sending e-mail", "20", order_id=ORDER, kind=CANCELLATION, event_id="e4"),
+        timed_out("e4", "29"),  # a send begun 9 s before a 5 s timeout: an earlier life's
+    ]
+    log.write_text("\n".join(lines) + "\n")
+
+    [blow] = timed_out_sends([log], handler_timeout=5)
+    assert blow.what == "handler timed out"
+    assert blow.open_sends == frozenset({f"{CONFIRMATION}.{ORDER}"})
+
+
+def test_a_second_email_whose_first_send_timed_out_is_explained_by_it(tmp_path: Path) -> None:
+    reading, expectations = a_shop_that_kept_its_promises()
+    first = reading.mails[0]
+    kind, order = local_part(first.message_id).split(".", 1)
+    reading.mails.append(dataclasses.replace(first, received_at=130.0))
+    log = tmp_path / "notification-worker-2.log"
+    lines = [
+        log_line("sending e-mail", "00", order_id=order, kind=kind, event_id="e1"),
+        timed_out("e1", "05"),
+    ]
+    log.write_text("\n".join(lines) + "\n")
+    broken("each duplicate e-mail explained by a blow of its own", check(reading, expectations))
+
+    expectations.send_blows += timed_out_sends([log], handler_timeout=5)
+    [duplicates] = [i for i in check(reading, expectations) if "duplicate" in i.claim]
+    assert duplicates.found == "1 duplicate(s): 1 (handler timed out)"
+    assert duplicates.holds
 
 
 def test_a_dead_letter_nobody_poisoned_is_caught() -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import functools
 
+from structlog.testing import capture_logs
+
 from shop.contracts import OrderCreated, encode, examples, wrap
 from shop.messaging import MessageContext, PermanentError, Router
 from shop.messaging.breaker import (
@@ -292,11 +294,16 @@ async def test_a_call_to_the_provider_cut_at_the_timeout_counts_as_the_provider_
     pipeline = Pipeline(router, time_scale=0.01, breakers={"smtp": smtp})
     for _ in range(SETTINGS.threshold - 1):
         assert isinstance(await pipeline.process(delivery(1)), Retry)
-    waiting = asyncio.create_task(pipeline.process(delivery(1)))
-    await asyncio.sleep(0.1)
+    with capture_logs() as logs:
+        waiting = asyncio.create_task(pipeline.process(delivery(1)))
+        await asyncio.sleep(0.1)
     assert smtp.state is BreakerState.OPEN
     waiting.cancel()
     await asyncio.wait([waiting])
+    # Its line names the failure as every failed try's does: a cut send shows in the log.
+    away = [line for line in logs if line["event"].startswith("provider away")]
+    assert away
+    assert {line["error_type"] for line in away} == {"HandlerTimedOut"}
 
 
 async def test_a_handler_cut_at_the_timeout_before_calling_says_nothing_of_the_provider() -> None:

@@ -57,6 +57,7 @@ class Breakers:
                         group=handling.group,
                         subscriber=subscriber.name,
                         event_id=str(envelope.event_id),
+                        error_type=type(error).__name__,
                         error=str(error),
                         retry_after=retry_after,
                     )
