@@ -27,11 +27,11 @@ $(UV):
 	$(PYTHON) -m venv $(TOOLS)
 	$(TOOLS)/bin/pip install --quiet "uv==$(UV_VERSION)"
 
-# The venv is rebuilt whenever the lock file (or this file) changes. Its packages are compiled to bytecode
-# once, here: where PYTHONDONTWRITEBYTECODE is set (as in many containers) Python never
-# writes a .pyc itself, and every process the suite or make run starts would compile every
-# module it imports again (the payment worker's imports: 7.6 s of CPU from source, 2.6 s
-# from bytecode).
+# The venv is rebuilt whenever the lock file (or this file) changes. Its packages are
+# compiled to bytecode once, here: where PYTHONDONTWRITEBYTECODE is set (as in many
+# containers) Python never writes a .pyc itself, and every process the suite or make run
+# starts would compile every module it imports again (the payment worker's imports: 7.6 s
+# of CPU from source, 2.6 s from bytecode).
 $(VENV)/.synced: $(UV) uv.lock pyproject.toml Makefile
 	$(UV) sync --locked --all-packages --compile-bytecode --python $(PYTHON)
 	@touch $@
@@ -53,7 +53,7 @@ $(CHROMIUM):
 # The workspace's own modules too, on every install: only those changed since are compiled
 # again (a stale .pyc is never used: Python compares it with its source).
 install: $(VENV)/.synced
-	@$(VENV)/bin/python -m compileall -q -j 0 contracts libs services >/dev/null
+	@$(VENV)/bin/python -m compileall -q -j 0 contracts libs services
 
 run: install
 	$(RUN) python -m shop.devstack up --workdir .devstack --procfile devstack.toml

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -141,12 +141,23 @@ def dropped_replies(mail_dir: Path) -> list[SendBlow]:
     ]  # fmt: skip
 
 
-def timed_out_sends(logs: list[Path], handler_timeout: float) -> list[SendBlow]:
-    """Each delivery given up at its handler's timeout while its e-mail was being sent,
-    one blow each: the provider may have taken the e-mail before the send was cut, and the
-    retry sends it again (a loaded machine makes sends outlast the timeout, not only the
-    provider's hang). The send must have begun within ``handler_timeout`` of the timeout:
-    one begun earlier was another delivery's (cut by a kill, say), not this one's."""
+SLACK: Final = 1.0
+"""Seconds between two moments one process noted in that order, on a loaded machine: a
+timeout is logged after the cancelled send has cleaned up."""
+
+
+def timed_out_sends(
+    logs: list[Path], handler_timeout: float, never_taken: Collection[str]
+) -> list[SendBlow]:
+    """Each delivery given up at its handler's timeout while its e-mail was being sent:
+    one blow each, since the provider may have taken the e-mail before the send was cut,
+    and the retry sends it again. A loaded machine makes sends outlast the timeout, not
+    only the provider's hang; the e-mails it hung on (``never_taken``, Message-IDs) it
+    never took, and their timeouts explain nothing. The send must have begun within
+    ``handler_timeout`` of the timeout: one begun earlier was another delivery's (cut by a
+    kill, say), not this one's. (Which copy in the sink came from the cut send, its time
+    cannot tell on a loaded machine: the sink may write it after the retry began.)"""
+    hung = {local_part(message_id) for message_id in never_taken}
     blows = []
     for path in logs:
         sending: dict[str, tuple[str, float]] = {}  # delivery (event) → its e-mail, since
@@ -165,9 +176,10 @@ def timed_out_sends(logs: list[Path], handler_timeout: float) -> list[SendBlow]:
                 cut = sending.pop(str(delivery), None)
                 if (
                     cut is not None
+                    and cut[0] not in hung
                     and line.get("error_type") == TIMED_OUT
                     and when is not None
-                    and when - cut[1] <= handler_timeout
+                    and when - cut[1] <= handler_timeout + SLACK
                 ):
                     what = "handler timed out"
                     blows.append(SendBlow(what, str(delivery), when, frozenset({cut[0]})))

@@ -40,13 +40,18 @@ _GIVE_UP_AFTER: Final = 300.0
 """A request still failing after this long means the shop did not come back: fail."""
 
 
-async def _unless_slow(call: Awaitable[list[gateway.Answer]]) -> list[gateway.Answer]:
+async def _unless_slow(
+    call: Awaitable[list[gateway.Answer]], *, sent_again: bool
+) -> list[gateway.Answer]:
     """The gateway's answer, or none when it took too long to give one: it sends again what
-    a killed payment-api left unanswered, which may outlast the call. The request was sent
-    (a read timed out): the gateway records the charge, if not yet, then soon."""
+    a killed payment-api left unanswered, which may outlast the call. A call that is
+    ``sent_again`` (notifications sent again, word for word) may time out any way; a
+    payment only once sent (a read timed out), since it is never made twice: the gateway
+    records it, if not yet, then soon."""
+    slow = httpx.TimeoutException if sent_again else httpx.ReadTimeout
     try:
         return await call
-    except httpx.ReadTimeout:
+    except slow:
         return []
 
 
@@ -298,24 +303,29 @@ class Load:
 
     async def _notified_again(self, order_id: uuid.UUID) -> list[gateway.Answer] | None:
         """The answers to the charge's notifications, sent again word for word; None while
-        the gateway has not recorded the charge yet (a 404: slow under fire, it had not
-        taken in the payment when the customer's call to it timed out)."""
+        the gateway has not recorded the charge yet (slow under fire, it had not taken in
+        the payment when the customer's call to it timed out), and then nothing is posted
+        to payment-api (a kill waiting for a request under way must not count one)."""
         try:
-            return await self._through_gateway(
-                gateway.notify_again(self.settings.gateway_url, order_id, every=True, resend=False)
-            )
+            await gateway.charge_of(self.settings.gateway_url, order_id)
         except httpx.HTTPStatusError as error:
             if error.response.status_code != httpx.codes.NOT_FOUND:
                 raise
             return None
+        return await self._through_gateway(
+            gateway.notify_again(self.settings.gateway_url, order_id, every=True, resend=False),
+            sent_again=True,
+        )
 
-    async def _through_gateway(self, call: Awaitable[list[gateway.Answer]]) -> list[gateway.Answer]:
+    async def _through_gateway(
+        self, call: Awaitable[list[gateway.Answer]], *, sent_again: bool = False
+    ) -> list[gateway.Answer]:
         """A gateway call, while which a payment-api request is under way (the gateway
         posts to it)."""
         self.figures.in_flight["payment-api"] += 1
         self.figures.begun["payment-api"] += 1
         try:
-            return await _unless_slow(call)
+            return await _unless_slow(call, sent_again=sent_again)
         finally:
             self.figures.in_flight["payment-api"] -= 1
 

@@ -159,7 +159,7 @@ async def under_fire(
     ]
     sender_logs = [replica.log_path for replica in shop.of_kind(SENDER_KIND)]
     monkey.log.handler_timeouts = handler_timeouts(sender_logs)
-    expectations.send_blows += timed_out_sends(sender_logs, HANDLER_TIMEOUT)
+    expectations.send_blows += timed_out_sends(sender_logs, HANDLER_TIMEOUT, monkey.log.hung_sends)
     invariants = check(reading, expectations) + blows_landed(monkey.log, load.figures, reading)
 
     counts = monkey.log.counts()

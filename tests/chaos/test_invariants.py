@@ -35,6 +35,7 @@ from .invariants import (
     EXPECTED_PAYMENT,
     EXPECTED_STATUS,
     RECEIPT,
+    REVERSAL,
     DeadLetter,
     Expectations,
     Invariant,
@@ -293,11 +294,15 @@ def timed_out(event_id: str, at: str) -> str:
                        "timestamp": f"2026-12-05T01:00:{at}Z"})  # fmt: skip
 
 
+def moment(at: str) -> float:
+    return datetime.fromisoformat(f"2026-12-05T01:00:{at}Z").timestamp()
+
+
 def test_a_handler_timeout_finds_the_send_it_cut_and_no_other(tmp_path: Path) -> None:
     log = tmp_path / "notification-worker-1.log"
     lines = [
         log_line("sending e-mail", "00", order_id=ORDER, kind=CONFIRMATION, event_id="e1"),
-        timed_out("e1", "05"),  # cut mid-send: the provider may have taken it
+        timed_out("e1", "05"),  # cut mid-send, the provider had taken it
         log_line("sending e-mail", "05", order_id=ORDER, kind=CONFIRMATION, event_id="e1"),
         log_line("e-mail sent", "06", order_id=ORDER, kind=CONFIRMATION),
         log_line("sending e-mail", "07", order_id=ORDER, kind=RECEIPT, event_id="e2"),
@@ -306,19 +311,22 @@ def test_a_handler_timeout_finds_the_send_it_cut_and_no_other(tmp_path: Path) ->
         timed_out("e3", "13"),  # it timed out before it began to send
         log_line("sending e-mail", "20", order_id=ORDER, kind=CANCELLATION, event_id="e4"),
         timed_out("e4", "29"),  # a send begun 9 s before a 5 s timeout: an earlier life's
+        log_line("sending e-mail", "30", order_id=ORDER, kind=REVERSAL, event_id="e5"),
+        timed_out("e5", "35"),  # the provider hung on it: it never took it
     ]
     log.write_text("\n".join(lines) + "\n")
+    hung = [f"<{REVERSAL}.{ORDER}@skincare-shop.example>"]
 
-    [blow] = timed_out_sends([log], handler_timeout=5)
+    [blow] = timed_out_sends([log], 5, never_taken=hung)
     assert blow.what == "handler timed out"
     assert blow.open_sends == frozenset({f"{CONFIRMATION}.{ORDER}"})
 
 
 def test_a_second_email_whose_first_send_timed_out_is_explained_by_it(tmp_path: Path) -> None:
     reading, expectations = a_shop_that_kept_its_promises()
-    first = reading.mails[0]
-    kind, order = local_part(first.message_id).split(".", 1)
-    reading.mails.append(dataclasses.replace(first, received_at=130.0))
+    kind, order = local_part(reading.mails[0].message_id).split(".", 1)
+    reading.mails[0] = dataclasses.replace(reading.mails[0], received_at=moment("04"))
+    reading.mails.append(dataclasses.replace(reading.mails[0], received_at=moment("08")))
     log = tmp_path / "notification-worker-2.log"
     lines = [
         log_line("sending e-mail", "00", order_id=order, kind=kind, event_id="e1"),
@@ -327,7 +335,7 @@ def test_a_second_email_whose_first_send_timed_out_is_explained_by_it(tmp_path: 
     log.write_text("\n".join(lines) + "\n")
     broken("each duplicate e-mail explained by a blow of its own", check(reading, expectations))
 
-    expectations.send_blows += timed_out_sends([log], handler_timeout=5)
+    expectations.send_blows += timed_out_sends([log], 5, never_taken=[])
     [duplicates] = [i for i in check(reading, expectations) if "duplicate" in i.claim]
     assert duplicates.found == "1 duplicate(s): 1 (handler timed out)"
     assert duplicates.holds

@@ -18,28 +18,34 @@ from .load import Load, PlannedOrder
 
 
 class SlowGateway:
-    """Takes the payment after the customer's call has timed out: until then, a charge
-    it is asked to notify again is unknown to it (a 404)."""
+    """Takes the payment after the customer's call has timed out: until then, the charge
+    is unknown to it (a 404)."""
 
     def __init__(self, unknown_for: int) -> None:
         self.unknown_for = unknown_for
         self.payments = 0
+        self.lookups = 0
         self.notifications_asked = 0
 
     async def pay_at_gateway(self, *_args: object, **_kwargs: object) -> list[gateway.Answer]:
         self.payments += 1
         raise httpx.ReadTimeout("the gateway took the request and answered too late")
 
-    async def notify_again(
-        self, gateway_url: str, order_id: uuid.UUID, **_kwargs: object
-    ) -> list[gateway.Answer]:
-        self.notifications_asked += 1
-        if self.notifications_asked <= self.unknown_for:
-            url = f"{gateway_url}/_simulator/charges/{order_id}/notify"
-            request = httpx.Request("POST", url)
+    async def charge_of(self, gateway_url: str, order_id: uuid.UUID) -> dict[str, object]:
+        self.lookups += 1
+        if self.lookups <= self.unknown_for:
+            request = httpx.Request("GET", f"{gateway_url}/_simulator/charges/{order_id}")
             reply = httpx.Response(404, request=request, json={"detail": "no charge"})
             raise httpx.HTTPStatusError("404 Not Found", request=request, response=reply)
+        return {"order_id": str(order_id)}
+
+    async def notify_again(self, *_args: object, **_kwargs: object) -> list[gateway.Answer]:
+        self.notifications_asked += 1
         return [gateway.Answer("settlement", 200, "{}")]
+
+    def stand_in(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        for name in ("pay_at_gateway", "charge_of", "notify_again"):
+            monkeypatch.setattr(gateway, name, getattr(self, name))
 
 
 def an_order() -> PlannedOrder:
@@ -55,8 +61,7 @@ def test_a_payment_the_gateway_records_late_is_asked_about_again_not_paid_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     slow = SlowGateway(unknown_for=3)
-    monkeypatch.setattr(gateway, "pay_at_gateway", slow.pay_at_gateway)
-    monkeypatch.setattr(gateway, "notify_again", slow.notify_again)
+    slow.stand_in(monkeypatch)
     monkeypatch.setattr("tests.chaos.load._RETRY_PAUSE", 0.01)
     order = an_order()
     load = Load(OpsSettings(environment="test"), [order], rate=1)
@@ -64,15 +69,17 @@ def test_a_payment_the_gateway_records_late_is_asked_about_again_not_paid_again(
     asyncio.run(load._pay(order))
 
     assert slow.payments == 1
-    assert slow.notifications_asked == 4
+    assert slow.lookups == 4
+    assert slow.notifications_asked == 1
+    # Only the payment and the one notification sent again reached payment-api.
+    assert load.figures.begun["payment-api"] == 2
 
 
 def test_a_payment_the_gateway_never_records_fails_the_run_saying_so(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     never = SlowGateway(unknown_for=10**9)
-    monkeypatch.setattr(gateway, "pay_at_gateway", never.pay_at_gateway)
-    monkeypatch.setattr(gateway, "notify_again", never.notify_again)
+    never.stand_in(monkeypatch)
     monkeypatch.setattr("tests.chaos.load._RETRY_PAUSE", 0.01)
     monkeypatch.setattr("tests.chaos.load._GIVE_UP_AFTER", 0.1)
     order = an_order()
@@ -81,3 +88,4 @@ def test_a_payment_the_gateway_never_records_fails_the_run_saying_so(
     with pytest.raises(AssertionError, match="the gateway never recorded the payment of SHOP-1"):
         asyncio.run(load._pay(order))
     assert never.payments == 1
+    assert never.notifications_asked == 0

@@ -7,6 +7,8 @@ already in use"; so can a port another test worker picked the same moment."""
 
 from __future__ import annotations
 
+import json
+import os
 import socket
 import subprocess
 import sys
@@ -92,3 +94,11 @@ def test_an_unreadable_registry_is_started_afresh(tmp_path: Path) -> None:
     registry.write_text("{not json")
     port = free_port()
     assert pick_port([port], registry) == port
+
+
+def test_with_no_candidates_the_kernel_picks_and_the_pick_is_recorded(tmp_path: Path) -> None:
+    # As on a machine whose ephemeral range spans nearly every port.
+    registry = tmp_path / "ports.json"
+    port = pick_port(None, registry)
+    assert 1024 < port < 65536
+    assert json.loads(registry.read_text()) == {str(port): os.getpid()}

@@ -27,7 +27,10 @@ from pathlib import Path
 from shop.devstack.errors import DevstackError
 
 LOWEST_PORT = 10000
-"""Below it lie the ports of well-known servers (Postgres, Redis, `make run`'s 8001…)."""
+"""Below it lie the ports of well-known servers (Postgres, Redis, most of `make run`'s)."""
+FEWEST_CANDIDATES = 1000
+"""Fewer candidates than this outside the ephemeral range (a machine whose range spans
+nearly every port): the kernel picks instead, as for port 0, recorded all the same."""
 
 REGISTRY = Path(tempfile.gettempdir()) / f"shop-devstack-ports-{os.getuid()}.json"
 
@@ -49,18 +52,21 @@ def free_port(host: str = "127.0.0.1") -> int:
     caller while this process lives (the caller binds it soon after)."""
     low, high = ephemeral_range()
     candidates = [*range(LOWEST_PORT, low), *range(high + 1, 65536)]
-    return pick_port(candidates, REGISTRY, host)
+    return pick_port(candidates if len(candidates) >= FEWEST_CANDIDATES else None, REGISTRY, host)
 
 
-def pick_port(candidates: Sequence[int], registry: Path, host: str = "127.0.0.1") -> int:
-    """One of ``candidates`` that ``host`` can bind and that ``registry`` holds for no
-    living process; it is recorded there for this one."""
+def pick_port(candidates: Sequence[int] | None, registry: Path, host: str = "127.0.0.1") -> int:
+    """One of ``candidates`` (None: of the kernel's picks) that ``host`` can bind and that
+    ``registry`` holds for no living process; recorded there for this one."""
     with _locked(registry) as handed_out:
         gone = {pid for pid in set(handed_out.values()) if not _alive(pid)}
         for port in [port for port, owner in handed_out.items() if owner in gone]:
             del handed_out[port]
+        if candidates is None:
+            candidates = [_kernels_pick(host) for _ in range(_TRIES)]
+        left = [port for port in candidates if port not in handed_out]
         # At random: two processes picking at once rarely try the same ports first.
-        for port in random.sample(candidates, min(_TRIES, len(candidates))):
+        for port in random.sample(left, min(_TRIES, len(left))):
             if port not in handed_out and _bindable(host, port):
                 handed_out[port] = os.getpid()
                 return port
@@ -72,18 +78,19 @@ def pick_port(candidates: Sequence[int], registry: Path, host: str = "127.0.0.1"
 
 @contextlib.contextmanager
 def _locked(registry: Path) -> Iterator[dict[int, int]]:
-    """The registry's ports and their pickers' pids, read and written back under a lock."""
-    with open(registry, "a+", encoding="utf-8") as file:
-        fcntl.flock(file, fcntl.LOCK_EX)  # released when the file closes
-        file.seek(0)
+    """The registry's ports and their pickers' pids, read under a lock and written back
+    whole (a new file put in its place: a process killed meanwhile leaves the old one)."""
+    with open(registry.with_name(registry.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         try:
-            handed_out = {int(port): int(pid) for port, pid in json.loads(file.read()).items()}
-        except (ValueError, AttributeError):  # empty, or left half written by a killed run
+            ports = json.loads(registry.read_text(encoding="utf-8"))
+            handed_out = {int(port): int(pid) for port, pid in ports.items()}
+        except (OSError, ValueError, TypeError, AttributeError):  # none yet, or unreadable
             handed_out = {}
         yield handed_out
-        file.seek(0)
-        file.truncate()
-        file.write(json.dumps({str(port): pid for port, pid in sorted(handed_out.items())}))
+        written = registry.with_name(f"{registry.name}.{os.getpid()}")
+        written.write_text(json.dumps({str(port): pid for port, pid in handed_out.items()}))
+        os.replace(written, registry)
 
 
 def _alive(pid: int) -> bool:
@@ -94,6 +101,12 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # alive, another user's
         return True
     return True
+
+
+def _kernels_pick(host: str) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
 
 
 def _bindable(host: str, port: int) -> bool:
