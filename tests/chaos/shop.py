@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Final
 
 import httpx
+from aiobotocore.session import get_session
 from prometheus_client.parser import text_string_to_metric_families
 
+from shop.devstack.aws import AwsEndpoint
 from shop.devstack.errors import DevstackError
 from shop.devstack.ports import free_port
 from shop.devstack.process import ManagedProcess, ready_at
@@ -120,6 +122,7 @@ class ChaosShop:
         """Each service's own database, by package (``order``, …): the suite reads its
         invariants off the real stores; shopctl and the console never do."""
         self.mail_dir = workdir / "mail"
+        self.aws: AwsEndpoint | None = None
         self._frozen = False
 
     # -- starting and stopping ------------------------------------------------------------
@@ -127,6 +130,7 @@ class ChaosShop:
     def start(self, timeout: float = 120) -> None:
         endpoints = self.devstack.start()
         self.mail_dir = endpoints.mail_dir
+        self.aws = endpoints.aws
         # Ports of its own, never make run's (8001, …): a developer's shop may be running.
         placeholders = Placeholders(endpoints, self.workdir, preferred_ports=False)
         procfile = load(PROCFILE, placeholders, transport=self.transport)
@@ -164,6 +168,23 @@ class ChaosShop:
         for replica in self.replicas:
             replica.process.stop(timeout=30)
         self.devstack.stop()
+
+    async def queues_not_empty(self) -> dict[str, tuple[int, int]]:
+        """On SQS, each queue that still holds messages: how many are visible and how many
+        hidden (received, or waiting out a retry), by queue. Where a message that was
+        neither handled nor dead-lettered would be, if it reached its queue at all."""
+        if self.transport != "sqs" or self.aws is None:
+            return {}
+        depths = {}
+        async with get_session().create_client("sqs", **self.aws.client_kwargs()) as sqs:
+            urls = (await sqs.list_queues()).get("QueueUrls", [])
+            for url in urls:
+                names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+                reply = await sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)
+                visible, hidden = (int(reply["Attributes"][name]) for name in names)
+                if visible or hidden:
+                    depths[url.rsplit("/", 1)[-1]] = (visible, hidden)
+        return depths
 
     # -- what the chaos does ------------------------------------------------------------------
 

@@ -161,6 +161,7 @@ async def under_fire(
     monkey.log.handler_timeouts = handler_timeouts(sender_logs)
     expectations.send_blows += timed_out_sends(sender_logs, HANDLER_TIMEOUT, monkey.log.hung_sends)
     invariants = check(reading, expectations) + blows_landed(monkey.log, load.figures, reading)
+    left_in_queues = await shop.queues_not_empty()
 
     counts = monkey.log.counts()
     figures = [
@@ -193,6 +194,14 @@ async def under_fire(
         ("  the last it waited for", "; ".join(drain.last_missing) or "nothing"),
         ("  a reading took", f"{drain.reading_took:.1f} s"),
     ]
+    if shop.transport == "sqs":
+        figures.append(
+            (
+                "queues not empty",
+                ", ".join(f"{q} {v} visible, {h} hidden" for q, (v, h) in left_in_queues.items())
+                or "none",
+            )
+        )
     figures += [(f"  {blow.at:>6.1f} s", f"{blow.what} {blow.target} {blow.detail}")
                 for blow in monkey.log.blows]  # fmt: skip
     return invariants, figures
