@@ -308,6 +308,8 @@ class Load:
         to payment-api (a kill waiting for a request under way must not count one)."""
         try:
             await gateway.charge_of(self.settings.gateway_url, order_id)
+        except httpx.TimeoutException:
+            return []  # the gateway slow under fire: asked again after the pause
         except httpx.HTTPStatusError as error:
             if error.response.status_code != httpx.codes.NOT_FOUND:
                 raise

@@ -33,6 +33,8 @@ class SlowGateway:
 
     async def charge_of(self, gateway_url: str, order_id: uuid.UUID) -> dict[str, object]:
         self.lookups += 1
+        if self.lookups == 1:
+            raise httpx.ConnectTimeout("the gateway, starved, took no connection in time")
         if self.lookups <= self.unknown_for:
             request = httpx.Request("GET", f"{gateway_url}/_simulator/charges/{order_id}")
             reply = httpx.Response(404, request=request, json={"detail": "no charge"})
@@ -60,7 +62,7 @@ def an_order() -> PlannedOrder:
 def test_a_payment_the_gateway_records_late_is_asked_about_again_not_paid_again(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    slow = SlowGateway(unknown_for=3)
+    slow = SlowGateway(unknown_for=3)  # its first lookup times out, the next two 404
     slow.stand_in(monkeypatch)
     monkeypatch.setattr("tests.chaos.load._RETRY_PAUSE", 0.01)
     order = an_order()
