@@ -67,7 +67,7 @@ def pick_port(candidates: Sequence[int] | None, registry: Path, host: str = "127
         left = [port for port in candidates if port not in handed_out]
         # At random: two processes picking at once rarely try the same ports first.
         for port in random.sample(left, min(_TRIES, len(left))):
-            if port not in handed_out and _bindable(host, port):
+            if _bindable(host, port):
                 handed_out[port] = os.getpid()
                 return port
     raise DevstackError(
