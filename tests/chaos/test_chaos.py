@@ -97,14 +97,12 @@ EXTRA_ENV: Final = {
 
 @pytest.mark.timeout(300 + ORDERS / RATE + PAYMENT_WINDOW + DRAIN_WITHIN + QUIET_SECONDS)
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_the_shop_keeps_its_promises_under_fire(
-    transport: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_shop_keeps_its_promises_under_fire(transport: str, tmp_path: Path) -> None:
     shop = ChaosShop(tmp_path / "shop", transport, EXTRA_ENV)
     try:
         shop.start()
-        monkeypatch.setenv("SHOP_OPS_ENV_FILE", str(shop.workdir / "shop.env"))
-        invariants, figures = asyncio.run(under_fire(shop, OpsSettings()))
+        settings = OpsSettings(_env_file=shop.workdir / "shop.env")
+        invariants, figures = asyncio.run(under_fire(shop, settings))
     finally:
         shop.stop()
     report = table(invariants, figures)

@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -22,20 +21,17 @@ from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
 from typing import Any, TypeVar
-from unittest import mock
 
 import psutil
 
 from shop.devstack.testing import wait_for_ready
 from shop.ops.payments import NoPaymentOpened, payment_due
-from shop.ops.settings import ENV_FILE_VARIABLE, OpsSettings
+from shop.ops.settings import OpsSettings
 from shop.simulators import gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 
 T = TypeVar("T")
-
-_ENVIRONMENT_PATCHED = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -117,13 +113,10 @@ class RunningShop:
 
     def ops_settings(self) -> OpsSettings:
         """What ``shopctl`` reads for this stack: its ``shop.env``."""
-        # Stacks run side by side in threads: one patch of the environment at a time, or
-        # one stack's restore could undo the other's patch while it reads.
-        with (
-            _ENVIRONMENT_PATCHED,
-            mock.patch.dict(os.environ, {ENV_FILE_VARIABLE: str(self.workdir / "shop.env")}),
-        ):
-            return OpsSettings()
+        # Named, never patched into os.environ: stacks and scenarios run side by side in
+        # threads, and a patch races every thread iterating the environment (httpx does, for
+        # its proxies, in each client it makes).
+        return OpsSettings(_env_file=self.workdir / "shop.env")
 
     def stock_of(self, sku: str) -> int:
         """How many of ``sku`` the catalogue says are in stock."""

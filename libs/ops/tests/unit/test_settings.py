@@ -58,6 +58,19 @@ def test_the_env_file_named_by_its_variable_is_read_and_variables_win_over_it(
     assert settings.mail_dir == tmp_path / "mail"
 
 
+def test_an_env_file_given_to_the_settings_is_read_without_touching_the_environment(
+    tmp_path: Path,
+) -> None:
+    # A program reading two shops' settings side by side (threads) names each file: patching
+    # os.environ for one would race every thread iterating it (an HTTP client's proxy lookup).
+    env_file = tmp_path / "shop.env"
+    env_file.write_text("SHOP_OPS_ORDER_API_URL=http://127.0.0.1:18001\n")
+    before = dict(os.environ)
+    settings = OpsSettings(_env_file=env_file, environment="test")
+    assert settings.order_api_url == "http://127.0.0.1:18001"
+    assert dict(os.environ) == before
+
+
 def test_each_service_is_read_through_its_worker_and_no_database_is_configured() -> None:
     settings = OpsSettings(environment="test", notification_worker_url="http://127.0.0.1:19103")
     assert settings.worker_url("notification-service") == "http://127.0.0.1:19103"

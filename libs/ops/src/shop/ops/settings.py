@@ -1,6 +1,7 @@
 """Where the running shop is, from ``SHOP_OPS_*`` variables (nested with ``__``, e.g.
 ``SHOP_OPS_MESSAGING__TRANSPORT=sqs``) and from the env file ``make run`` writes
-(``SHOP_OPS_ENV_FILE``, ``.devstack/shop.env`` by default), the variables winning.
+(``SHOP_OPS_ENV_FILE``, ``.devstack/shop.env`` by default; a program may name one,
+``OpsSettings(_env_file=path)``), the variables winning.
 
 The services are read through their internal APIs (each worker's ``/internal/v1``, with
 the operator token), never through their databases: no database URL is configured here.
@@ -146,11 +147,13 @@ class OpsSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # The env file is named by a variable of its own, read when the settings are made.
+        # The env file is the one given (``OpsSettings(_env_file=...)``), else the one named by
+        # a variable of its own, read when the settings are made.
+        given = isinstance(dotenv_settings, DotEnvSettingsSource) and dotenv_settings.env_file
         return (
             init_settings,
             env_settings,
-            DotEnvSettingsSource(settings_cls, env_file=env_file()),
+            dotenv_settings if given else DotEnvSettingsSource(settings_cls, env_file=env_file()),
             file_secret_settings,
         )
 
