@@ -67,6 +67,11 @@ class ChaosLog:
     killed, Postgres stopped), with the logs to read what they interrupted: only these and
     the provider's dropped replies may explain a second copy of an e-mail."""
     database_down: float = 0.0
+    """Seconds from the stop's start to Postgres taking connections again."""
+    database_stopping: float = 0.0
+    """Seconds the stop took (a fast shutdown: its checkpoint, on a loaded machine)."""
+    database_starting: float = 0.0
+    """Seconds from the start to Postgres taking connections (its recovery, then ready)."""
     database_away: tuple[float, float] | None = None
     """When Postgres was stopped and when it took connections again (wall-clock times)."""
     provider_mishaps: Counter[str] = field(default_factory=Counter)
@@ -317,12 +322,15 @@ class Monkey:
         stopping_at = time.time()
         began = time.monotonic()
         await asyncio.to_thread(self.shop.stop_database)
+        self.log.database_stopping = time.monotonic() - began
         self._note("restart postgres", "postgres", f"{DATABASE_DOWN:g} s down")
         try:
             await asyncio.sleep(DATABASE_DOWN)
         finally:
+            starting = time.monotonic()
             await self.shop.start_database()
             back_at = time.time()
+            self.log.database_starting = time.monotonic() - starting
             self.log.database_down = time.monotonic() - began
             self.log.database_away = (stopping_at, back_at)
             self.log.send_sites.append(database_restart(stopping_at, back_at, senders))
