@@ -494,7 +494,7 @@ DATABASE_STEP_WITHIN: Final = 30.0
 """How long Postgres' stop, and then its start, may each take for the blow to be a restart
 (its down time aside): a loaded machine takes seconds over its shutdown checkpoint and its
 recovery, which only lengthens the outage the shop rides through; a step past this is a
-database that hung, not one that restarted."""
+database that hung, not one that restarted. A stop past it is cut short with SIGKILL."""
 
 
 UNAVAILABLE_AFTER: Final = 10.0
@@ -590,8 +590,10 @@ def blows_landed(log: ChaosLog, figures: LoadFigures, reading: Reading) -> list[
             "(and every process reconnected: none exited)",
             f"≥ 5 s; stop, start ≤ {DATABASE_STEP_WITHIN:g} s",
             f"{log.database_down:.1f} s "
-            f"(stop {log.database_stopping:.1f} s, start {log.database_starting:.1f} s)",
+            f"(stop {log.database_stopping:.1f} s{', killed' if log.database_killed else ''}, "
+            f"start {log.database_starting:.1f} s)",
             log.database_down >= 5
+            and not log.database_killed
             and max(log.database_stopping, log.database_starting) <= DATABASE_STEP_WITHIN,
             awaits_drain=False,
         ),

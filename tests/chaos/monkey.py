@@ -23,7 +23,7 @@ import asyncpg
 from shop.simulators.mail import ProviderFaults, ProviderJournal
 
 from .evidence import BlowSite, LogSlice, database_restart
-from .invariants import unsent
+from .invariants import DATABASE_STEP_WITHIN, unsent
 from .load import LoadFigures
 from .shop import API_KINDS, RELAY_KINDS, WORKER_KINDS, ChaosShop, Replica
 
@@ -72,6 +72,8 @@ class ChaosLog:
     """Seconds the stop took (a fast shutdown: its checkpoint, on a loaded machine)."""
     database_starting: float = 0.0
     """Seconds from the start to Postgres taking connections (its recovery, then ready)."""
+    database_killed: bool = False
+    """Whether its fast shutdown outlasted the blow's limit and it was killed: a crash."""
     database_away: tuple[float, float] | None = None
     """When Postgres was stopped and when it took connections again (wall-clock times)."""
     provider_mishaps: Counter[str] = field(default_factory=Counter)
@@ -321,8 +323,9 @@ class Monkey:
         senders = tuple(LogSlice(r.log_path, r.life_offset) for r in self.shop.of_kind(SENDER_KIND))
         stopping_at = time.time()
         began = time.monotonic()
-        await asyncio.to_thread(self.shop.stop_database)
+        stopped = await asyncio.to_thread(self.shop.stop_database, DATABASE_STEP_WITHIN)
         self.log.database_stopping = time.monotonic() - began
+        self.log.database_killed = not stopped
         self._note("restart postgres", "postgres", f"{DATABASE_DOWN:g} s down")
         try:
             await asyncio.sleep(DATABASE_DOWN)

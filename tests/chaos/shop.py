@@ -209,9 +209,22 @@ class ChaosShop:
         self.devstack_process("kafka" if self.transport == "kafka" else "aws", signal.SIGCONT)
         self._frozen = False
 
-    def stop_database(self) -> None:
-        """Stop Postgres (a fast shutdown: its sessions end, every connection drops)."""
-        self.devstack.stop_part("postgres")
+    def stop_database(self, within: float) -> bool:
+        """Stop Postgres with a fast shutdown (its sessions end, every connection drops, and
+        each commit it acknowledged is kept): True when it stopped so within ``within`` s.
+        Otherwise it is killed, which is a crash: it runs without fsync and with
+        asynchronous commits, so it may lose commits it acknowledged, and the invariants
+        would read that as the shop's loss."""
+        self.devstack_process("postgres", signal.SIGINT)  # its fast shutdown
+        deadline = time.monotonic() + within
+        while self.devstack.part_running("postgres"):
+            if time.monotonic() > deadline:
+                self.devstack_process("postgres", signal.SIGKILL)
+                while self.devstack.part_running("postgres"):
+                    time.sleep(0.05)
+                return False
+            time.sleep(0.05)
+        return True
 
     async def start_database(self) -> None:
         """Start Postgres again, on its port and data: every process must reconnect."""

@@ -494,6 +494,14 @@ def test_a_database_restart_slow_to_stop_and_start_on_a_loaded_machine_still_lan
     assert restarted.found == "17.8 s (stop 4.1 s, start 6.7 s)"
 
 
+def test_a_database_killed_at_its_stop_is_caught_for_it_may_lose_acknowledged_commits() -> None:
+    # It runs without fsync and with asynchronous commits: killed, it is a crash, and a
+    # commit it acknowledged may be gone, which the store invariants would blame on the shop.
+    log, figures, reading = blows_that_landed()
+    log.database_killed = True
+    blows_broken(DATABASE_RESTARTED, log, figures, reading)
+
+
 @pytest.mark.parametrize("step", ["database_stopping", "database_starting"])
 def test_a_database_stop_or_start_that_took_longer_than_a_restart_is_caught(step: str) -> None:
     log, figures, reading = blows_that_landed()
