@@ -364,6 +364,36 @@ async def test_a_slow_handler_keeps_its_message_hidden(
         assert await messages_in(aws[1], (await transport.queues_of(GROUP)).url) == 0
 
 
+async def test_a_message_whose_handler_outlasts_the_drain_is_let_go_at_once(
+    aws_endpoint: AwsEndpoint, aws: tuple[Any, Any], unique_name: str
+) -> None:
+    # Cut by the drain timeout, it is unsettled: another worker may take it at once, not
+    # only when its visibility timeout (a minute here) runs out.
+    recorder = Recorder(GROUP)
+    started_handling = asyncio.Event()
+
+    async def hang(key: str, attempt: int) -> None:
+        started_handling.set()
+        await asyncio.sleep(3600)
+
+    recorder.behaviour = hang
+    settings = sqs_settings(aws_endpoint, visibility_timeout=60)
+    async with started(SqsTransport(settings, Naming(unique_name))) as transport:
+        await transport.declare(recorder.pipeline)
+        queues = await transport.queues_of(GROUP)
+        consumer = transport.consumer(
+            recorder.pipeline, ConsumerOptions(max_in_flight=8, drain_timeout=0.5)
+        )
+        task = asyncio.create_task(consumer.run())
+        await publish(transport, envelope_of(OrderCreated, "o"))
+        await asyncio.wait_for(started_handling.wait(), WAIT)
+        consumer.stop()
+        await asyncio.wait_for(task, WAIT)
+
+        response = await aws[1].receive_message(QueueUrl=queues.url, WaitTimeSeconds=2)
+        assert len(response.get("Messages", [])) == 1, "still hidden after its worker let go"
+
+
 async def test_a_message_that_is_never_settled_is_moved_by_sqs(
     transport: SqsTransport, aws: tuple[Any, Any]
 ) -> None:
