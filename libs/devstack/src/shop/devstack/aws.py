@@ -41,7 +41,8 @@ class MotoServer:
     """moto's HTTP server: real SQS/SNS semantics (redrive, visibility, raw delivery); slow.
 
     Run through :mod:`shop.devstack.moto_server`, which makes its queues safe for
-    concurrent requests."""
+    concurrent requests; what it does to each message is journaled in ``sqs-journal.jsonl``
+    beside its log (:mod:`shop.devstack.sqs_journal`)."""
 
     name = "aws"
 
@@ -59,6 +60,8 @@ class MotoServer:
                 "127.0.0.1",
                 "-p",
                 str(self.port),
+                "--journal",
+                str(workdir / "sqs-journal.jsonl"),
             ],
             workdir / "moto.log",
         )

@@ -18,15 +18,19 @@ counting still there without it: an upgrade that changes either fails that test,
 
 from __future__ import annotations
 
+import argparse
 import functools
 import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Final
 
 from moto.server import main as moto_main
 from moto.sqs.models import Queue, SQSBackend
+
+from shop.devstack.sqs_journal import keep_journal
 
 QUEUE_WRITES: Final = threading.RLock()
 """Held by every change to a queue's messages (the server's one SQS lock)."""
@@ -141,10 +145,17 @@ def skips_counts() -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m shop.devstack.moto_server`` takes ``moto.server``'s arguments."""
+    """``python -m shop.devstack.moto_server [--journal PATH]`` and ``moto.server``'s
+    arguments: with ``--journal``, what SQS does to each message is journaled there
+    (:mod:`shop.devstack.sqs_journal`)."""
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--journal", type=Path)
+    known, moto_args = options.parse_known_args(sys.argv[1:] if argv is None else argv)
+    if known.journal is not None:
+        keep_journal(known.journal)  # first: its lines are then written under the lock
     serialise_queue_writes()
     count_queues_only_when_asked()
-    moto_main(sys.argv[1:] if argv is None else argv)
+    moto_main(moto_args)
 
 
 if __name__ == "__main__":
