@@ -161,13 +161,15 @@ class ChaosShop:
     def stop(self) -> None:
         if self._frozen:
             self.thaw_broker()
-        if not self.devstack.part_running("postgres"):
-            # Stopped by a blow that failed half way: every process stops against it.
-            self.devstack.spawn_part("postgres")
-            self.devstack.wait_part_ready("postgres")
-        for replica in self.replicas:
-            replica.process.stop(timeout=30)
-        self.devstack.stop()
+        try:
+            if not self.devstack.part_running("postgres"):
+                # Stopped by a blow that failed half way: every process stops against it.
+                self.devstack.spawn_part("postgres")
+                self.devstack.wait_part_ready("postgres")
+        finally:
+            for replica in self.replicas:
+                replica.process.stop(timeout=30)
+            self.devstack.stop()
 
     async def queues_not_empty(self) -> dict[str, tuple[int, int]]:
         """On SQS, each queue that still holds messages: how many are visible and how many
@@ -211,20 +213,10 @@ class ChaosShop:
 
     def stop_database(self, within: float) -> bool:
         """Stop Postgres with a fast shutdown (its sessions end, every connection drops, and
-        each commit it acknowledged is kept): True when it stopped so within ``within`` s.
-        Otherwise it is killed, which is a crash: it runs without fsync and with
-        asynchronous commits, so it may lose commits it acknowledged, and the invariants
-        would read that as the shop's loss."""
-        self.devstack_process("postgres", signal.SIGINT)  # its fast shutdown
-        deadline = time.monotonic() + within
-        while self.devstack.part_running("postgres"):
-            if time.monotonic() > deadline:
-                self.devstack_process("postgres", signal.SIGKILL)
-                while self.devstack.part_running("postgres"):
-                    time.sleep(0.05)
-                return False
-            time.sleep(0.05)
-        return True
+        each commit it acknowledged is written): True when it stopped so within ``within``
+        s. Otherwise it is ended as a crash, which may lose the last commits it acknowledged
+        (asynchronous commits), and the invariants would read that as the shop's loss."""
+        return self.devstack.stop_postgres(within)
 
     async def start_database(self) -> None:
         """Start Postgres again, on its port and data: every process must reconnect."""

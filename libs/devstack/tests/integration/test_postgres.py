@@ -1,6 +1,11 @@
+import asyncio
+from pathlib import Path
+
 import asyncpg
+import psutil
 
 from shop.devstack import PostgresServer
+from shop.devstack.postgres import EmbeddedPostgres
 
 
 async def test_a_sql_round_trip(database_url: str):
@@ -45,3 +50,36 @@ async def _alive(connection: asyncpg.Connection) -> bool:
     except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
         return False
     return True
+
+
+def test_a_postgres_whose_fast_shutdown_hangs_is_ended_whole_and_starts_again(tmp_path: Path):
+    # Its shutdown checkpoint never ends (the checkpointer is stopped): killing the postmaster
+    # alone would leave its children holding the shared memory, and no new server could start.
+    postgres = EmbeddedPostgres(tmp_path / "pg")
+    postgres.start()
+    try:
+        server = psutil.Process(postgres.process.pid)
+        [checkpointer] = [p for p in server.children() if "checkpointer" in " ".join(p.cmdline())]
+        checkpointer.suspend()
+        children = server.children()
+        assert postgres.shut_down(within=1) is False
+        assert not [child.pid for child in children if _alive_process(child)]
+        postgres.start()  # the same data and port
+        assert asyncio.run(_answers(postgres.server)) == 1
+    finally:
+        postgres.stop()
+
+
+def _alive_process(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+async def _answers(server: PostgresServer) -> int:
+    connection = await asyncpg.connect(server.url())
+    try:
+        return int(await connection.fetchval("SELECT 1"))
+    finally:
+        await connection.close()

@@ -3,6 +3,7 @@ you already run (``SHOP_DEVSTACK_POSTGRES_URL``)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
@@ -13,9 +14,11 @@ import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 from urllib.parse import quote, unquote, urlsplit
 
 import asyncpg
+import psutil
 
 from shop.devstack.errors import DevstackError
 from shop.devstack.ports import free_port
@@ -23,6 +26,10 @@ from shop.devstack.process import ManagedProcess
 
 _SAFE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _UNPRIVILEGED_USER = "embedded_postgres"
+FAST_SHUTDOWN_WITHIN: Final = 15.0
+"""Seconds a fast shutdown may take (its checkpoint) before the server is ended whole."""
+_IMMEDIATE_SHUTDOWN_WITHIN: Final = 5.0
+"""Seconds for an immediate shutdown, and then for the kill of what it left."""
 """PostgreSQL refuses to run as root; as root we run it as this system user."""
 
 
@@ -151,7 +158,33 @@ class EmbeddedPostgres:
         return self.server
 
     def stop(self) -> None:
-        self.process.stop()
+        self.shut_down(FAST_SHUTDOWN_WITHIN)
+
+    def shut_down(self, within: float) -> bool:
+        """Stop the server, keeping its data and port: True when its fast shutdown (its
+        sessions end, and every commit it acknowledged is written) finished within
+        ``within`` s, or it was not running.
+
+        Otherwise it is ended whole, as a crash: an immediate shutdown, then a kill of the
+        postmaster and of each child left. With asynchronous commits, the last commits it
+        acknowledged may then be lost. Its children must end with it: left running, they
+        hold its shared memory, and no server can start on its data again."""
+        pid = self.process.pid
+        if pid is None or not self.process.running():
+            return True
+        children = _children(pid)
+        self.process.send_signal(signal.SIGINT)  # the fast shutdown
+        if self.process.wait(within) is not None:
+            return True
+        children += _children(pid)
+        self.process.send_signal(signal.SIGQUIT)  # the immediate shutdown: it ends its children
+        self.process.wait(_IMMEDIATE_SHUTDOWN_WITHIN)
+        self.process.stop()  # killed, if it has not ended yet
+        for child in children:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+        psutil.wait_procs(children, timeout=_IMMEDIATE_SHUTDOWN_WITHIN)
+        return False
 
     def _initdb(self) -> None:
         if (self.datadir / "PG_VERSION").exists():
@@ -199,3 +232,11 @@ class EmbeddedPostgres:
         ensure_folder_permissions(self.bin.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
         ensure_prefix_permissions(self.workdir)
         os.chown(self.workdir, entry.pw_uid, entry.pw_gid)
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    """The processes the postmaster ``pid`` started, as they are now."""
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []

@@ -12,7 +12,7 @@ from shop.devstack.aws import AwsEndpoint
 from shop.devstack.errors import DevstackError
 from shop.devstack.kafka import KafkaCluster
 from shop.devstack.parts import Part, aws_part, kafka_part, postgres_part
-from shop.devstack.postgres import PostgresServer
+from shop.devstack.postgres import EmbeddedPostgres, PostgresServer
 from shop.devstack.process import ManagedProcess
 from shop.devstack.settings import DevstackSettings
 from shop.devstack.smtp import SmtpAddress, SmtpSink
@@ -73,10 +73,14 @@ class Devstack:
             return None
         return process.pid
 
-    def stop_part(self, part: str) -> None:
-        """Stop the part named ``part`` (as :meth:`pid_of` names it), keeping its data and
-        port, to start it again with :meth:`spawn_part`: chaos tests restart Postgres."""
-        self._own_part(part).stop()
+    def stop_postgres(self, within: float) -> bool:
+        """Stop this devstack's own Postgres, keeping its data and port, to start it again
+        with :meth:`spawn_part` (chaos tests restart it): True when its fast shutdown
+        finished within ``within`` s, False when it was ended as a crash
+        (:meth:`EmbeddedPostgres.shut_down`)."""
+        postgres = self._own_part("postgres")
+        assert isinstance(postgres, EmbeddedPostgres)  # the one Postgres run as a process
+        return postgres.shut_down(within)
 
     def spawn_part(self, part: str) -> None:
         """Start the part again (from the main thread, as every server here); wait for it
