@@ -73,7 +73,7 @@ class ChaosLog:
     database_starting: float = 0.0
     """Seconds from the start to Postgres taking connections (its recovery, then ready)."""
     database_killed: bool = False
-    """Whether its fast shutdown outlasted the blow's limit and it was killed: a crash."""
+    """Whether its fast shutdown outlasted the blow's limit and it was ended as a crash."""
     database_away: tuple[float, float] | None = None
     """When Postgres was stopped and when it took connections again (wall-clock times)."""
     provider_mishaps: Counter[str] = field(default_factory=Counter)
@@ -323,10 +323,10 @@ class Monkey:
         senders = tuple(LogSlice(r.log_path, r.life_offset) for r in self.shop.of_kind(SENDER_KIND))
         stopping_at = time.time()
         began = time.monotonic()
+        self._note("restart postgres", "postgres", f"{DATABASE_DOWN:g} s down")
         stopped = await asyncio.to_thread(self.shop.stop_database, DATABASE_STEP_WITHIN)
         self.log.database_stopping = time.monotonic() - began
         self.log.database_killed = not stopped
-        self._note("restart postgres", "postgres", f"{DATABASE_DOWN:g} s down")
         try:
             await asyncio.sleep(DATABASE_DOWN)
         finally:
