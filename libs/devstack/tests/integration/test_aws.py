@@ -67,3 +67,5 @@ async def test_sns_fans_out_raw_messages_and_sqs_redrives_poison_to_its_dlq(
         entry["queue"].removeprefix(f"{unique_name}-") for entry in ours if entry["op"] == "add"
     }
     assert added == {"payment", "notification", "notification-dlq"}
+    [first, moved] = [e["id"] for e in ours if e["op"] == "add" and "notification" in e["queue"]]
+    assert moved == first  # the same message, moved by the redrive

@@ -111,3 +111,36 @@ def test_a_message_moto_moves_to_its_dead_letter_queue_is_added_there(
 
     moved = [entry for entry in lines(journal) if entry["queue"] == "payments-dlq"]
     assert [(entry["op"], entry["id"]) for entry in moved] == [("add", sent.id)]
+
+
+def test_a_second_delete_of_a_deleted_message_is_told_apart(
+    backend: SQSBackend, journal: Path
+) -> None:
+    backend.send_message("payments", "{}")
+    [received] = backend.receive_message("payments", 10, 0, 30, [])
+    backend.delete_message("payments", received.receipt_handle)
+    backend.delete_message("payments", received.receipt_handle)  # moto answers as if it did
+
+    deletes = [shorn(entry) for entry in lines(journal) if entry["op"] == "delete"]
+    assert deletes == [
+        {"op": "delete", "queue": "payments", "id": received.id, "handle": "current"},
+        {"op": "delete", "queue": "payments", "id": None, "handle": "deleted"},
+    ]
+
+
+def test_a_journal_that_cannot_be_written_fails_no_call_and_says_so_once(
+    backend: SQSBackend, journal: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    def full(self: Any, line: str) -> int:
+        raise OSError(28, "No space left on device")
+
+    class FullFile:
+        write = full
+        close = staticmethod(lambda: None)
+
+    monkeypatch.setattr(sqs_journal._JOURNAL, "_file", FullFile())
+    backend.send_message("payments", "{}")
+    backend.send_message("payments", "{}")
+
+    assert len(backend.receive_message("payments", 10, 0, 30, [])) == 2
+    assert capsys.readouterr().err.count("no longer journaling") == 1

@@ -27,25 +27,90 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, TextIO
 
 from moto.sqs.models import Message, Queue, SQSBackend
 
-_WRITING: Final = threading.Lock()
-_journal: TextIO | None = None
+
+class _Journal:
+    """The file, and which message each receipt handle belongs to: a delete or a visibility
+    change names its message without scanning the queue (under the server's one lock)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._file: TextIO | None = None
+        self._holder: dict[str, str] = {}
+        """Message id by receipt handle, for the messages not deleted yet."""
+        self._handles: dict[str, list[str]] = {}
+        """Each such message's receipt handles, the latest last."""
+
+    def open(self, path: Path) -> None:
+        with self._lock:
+            self._close()
+            self._file = path.open("w", encoding="utf-8", buffering=1)
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        self._file = None
+        self._holder.clear()
+        self._handles.clear()
+
+    def write(self, op: str, queue: str, message_id: str | None, **fields: Any) -> None:
+        entry = {"at": round(time.time(), 3), "op": op, "queue": queue, "id": message_id}
+        line = json.dumps({**entry, **fields})
+        with self._lock:
+            if self._file is None:
+                return
+            try:
+                self._file.write(line + "\n")
+            except OSError as error:
+                # A diagnostic must never fail the call it records: moto has made the change.
+                print(f"sqs journal: {error}; no longer journaling", file=sys.stderr)
+                self._close()
+
+    def received(self, message: Message) -> None:
+        receipt_handle = message.receipt_handle
+        assert receipt_handle is not None  # set by the receive that handed it out
+        with self._lock:
+            self._holder[receipt_handle] = message.id
+            self._handles.setdefault(message.id, []).append(receipt_handle)
+
+    def holder(self, queue: Queue, receipt_handle: str) -> tuple[str | None, str]:
+        """The id of the message ``receipt_handle`` belongs to, and what the handle is."""
+        with self._lock:
+            message_id = self._holder.get(receipt_handle)
+            if message_id is not None:
+                latest = self._handles[message_id][-1] == receipt_handle
+                return message_id, "current" if latest else "stale"
+        if receipt_handle in queue.deleted_messages:
+            return None, "deleted"
+        return None, "unknown"
+
+    def deleted(self, message_id: str | None) -> None:
+        with self._lock:
+            for receipt_handle in self._handles.pop(message_id or "", []):
+                self._holder.pop(receipt_handle, None)
+
+
+_JOURNAL = _Journal()
 
 
 def keep_journal(path: Path) -> None:
-    """Journal every queue's messages into ``path`` (appended, a line flushed at a time);
-    once per process: a second call changes nothing."""
-    global _journal  # noqa: PLW0603 - one journal per server process
-    if _journal is not None:
+    """Journal every queue's messages into ``path`` (a fresh file, a line flushed at a
+    time). The methods are wrapped once per process; a second call starts a new file."""
+    _JOURNAL.open(path)
+    if is_journaling():
         return
-    _journal = path.open("a", encoding="utf-8", buffering=1)
     wrappers: list[tuple[type, str, Callable[[Any], Any]]] = [
         (Queue, "add_message", _journaled_add),
         (Queue, "delete_message", _journaled_delete),
@@ -54,44 +119,27 @@ def keep_journal(path: Path) -> None:
     ]
     for owner, name, journaled in wrappers:
         setattr(owner, name, journaled(getattr(owner, name)))
+    Queue.add_message.__shop_journaled__ = True  # type: ignore[attr-defined]
+
+
+def is_journaling() -> bool:
+    return getattr(Queue.add_message, "__shop_journaled__", False)
 
 
 def stop_journal() -> None:
     """Close the journal (the methods stay wrapped and write nothing more)."""
-    global _journal  # noqa: PLW0603
-    with _WRITING:
-        if _journal is not None:
-            _journal.close()
-        _journal = None
-
-
-def _write(op: str, queue: str, message_id: str | None, **fields: Any) -> None:
-    line = json.dumps(
-        {"at": round(time.time(), 3), "op": op, "queue": queue, "id": message_id, **fields}
-    )
-    with _WRITING:
-        if _journal is not None and not _journal.closed:
-            _journal.write(line + "\n")
+    _JOURNAL.close()
 
 
 @contextlib.contextmanager
-def _refusal_written(op: str, queue: str, message_id: str | None, **fields: Any) -> Iterator[None]:
+def _journaled_call(op: str, queue: str, message_id: str | None, **fields: Any) -> Iterator[None]:
     """Journal ``op`` once it is done; a call moto refused, with its error's name."""
     try:
         yield
     except Exception as error:
-        _write(op, queue, message_id, **fields, refused=type(error).__name__)
+        _JOURNAL.write(op, queue, message_id, **fields, refused=type(error).__name__)
         raise
-    _write(op, queue, message_id, **fields)
-
-
-def _holder(messages: Iterable[Message], receipt_handle: str) -> tuple[str | None, str]:
-    """The id of the message ``receipt_handle`` belongs to, and whether it is its latest."""
-    for message in messages:
-        if message.had_receipt_handle(receipt_handle):
-            latest = message.receipt_handle == receipt_handle
-            return message.id, "current" if latest else "stale"
-    return None, "unknown"
+    _JOURNAL.write(op, queue, message_id, **fields)
 
 
 def _journaled_add(add: Callable[[Queue, Message], None]) -> Callable[[Queue, Message], None]:
@@ -101,7 +149,7 @@ def _journaled_add(add: Callable[[Queue, Message], None]) -> Callable[[Queue, Me
         attributes = {
             name: value.get("StringValue") for name, value in message.message_attributes.items()
         }
-        _write("add", queue.name, message.id, attributes=attributes)
+        _JOURNAL.write("add", queue.name, message.id, attributes=attributes)
 
     return add_message
 
@@ -109,9 +157,10 @@ def _journaled_add(add: Callable[[Queue, Message], None]) -> Callable[[Queue, Me
 def _journaled_delete(delete: Callable[[Queue, str], None]) -> Callable[[Queue, str], None]:
     @functools.wraps(delete)
     def delete_message(queue: Queue, receipt_handle: str) -> None:
-        message_id, handle = _holder(queue._messages, receipt_handle)
-        with _refusal_written("delete", queue.name, message_id, handle=handle):
+        message_id, handle = _JOURNAL.holder(queue, receipt_handle)
+        with _journaled_call("delete", queue.name, message_id, handle=handle):
             delete(queue, receipt_handle)
+        _JOURNAL.deleted(message_id)
 
     return delete_message
 
@@ -122,9 +171,9 @@ def _journaled_visibility(change: Callable[..., None]) -> Callable[..., None]:
         backend: SQSBackend, queue_name: str, receipt_handle: str, visibility_timeout: int
     ) -> None:
         queue = backend.get_queue(queue_name)
-        message_id, handle = _holder(queue._messages, receipt_handle)
+        message_id, handle = _JOURNAL.holder(queue, receipt_handle)
         seconds = int(visibility_timeout)
-        with _refusal_written("visibility", queue_name, message_id, seconds=seconds, handle=handle):
+        with _journaled_call("visibility", queue_name, message_id, seconds=seconds, handle=handle):
             change(backend, queue_name, receipt_handle, visibility_timeout)
 
     return change_message_visibility
@@ -144,7 +193,8 @@ def _journaled_receive(receive: Callable[..., list[Message]]) -> Callable[..., l
             backend, queue_name, count, wait_seconds_timeout, visibility_timeout, *rest
         )
         for message in received:
-            _write(
+            _JOURNAL.received(message)
+            _JOURNAL.write(
                 "receive",
                 queue_name,
                 message.id,
