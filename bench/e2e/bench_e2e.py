@@ -50,7 +50,7 @@ from steady_load import Figures, Order, SinkWatch, SteadyLoad, until_sent
 
 from shop.devstack.cpu import CORES, machine_ticks, own_seconds, process_seconds
 from shop.devstack.load import Percentiles
-from shop.ops.settings import ENV_FILE_VARIABLE, OpsSettings
+from shop.ops.settings import OpsSettings
 from shop.ops.tokens import customer_token
 
 GOAL_P99: Final = 0.250
@@ -198,8 +198,7 @@ def confirmation_overdue(waiting: Sequence[Order]) -> bool:
 
 def customer_tokens(shop: RunningShop) -> list[str]:
     """Tokens as ``shopctl token`` issues them, from the stack's ``shop.env``."""
-    os.environ[ENV_FILE_VARIABLE] = str(shop.workdir / "shop.env")
-    settings = OpsSettings()
+    settings = OpsSettings(_env_file=shop.workdir / "shop.env")
     return [
         customer_token(settings, f"bench-{n:02d}", f"bench-{n:02d}@example.com")
         for n in range(CUSTOMERS)

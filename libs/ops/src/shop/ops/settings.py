@@ -1,7 +1,7 @@
 """Where the running shop is, from ``SHOP_OPS_*`` variables (nested with ``__``, e.g.
 ``SHOP_OPS_MESSAGING__TRANSPORT=sqs``) and from the env file ``make run`` writes
 (``SHOP_OPS_ENV_FILE``, ``.devstack/shop.env`` by default; a program may name one,
-``OpsSettings(_env_file=path)``), the variables winning.
+``OpsSettings(_env_file=path)``, where ``None`` means the default), the variables winning.
 
 The services are read through their internal APIs (each worker's ``/internal/v1``, with
 the operator token), never through their databases: no database URL is configured here.
