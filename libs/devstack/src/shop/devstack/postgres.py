@@ -26,11 +26,11 @@ from shop.devstack.process import ManagedProcess
 
 _SAFE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _UNPRIVILEGED_USER = "embedded_postgres"
+"""PostgreSQL refuses to run as root; as root we run it as this system user."""
 FAST_SHUTDOWN_WITHIN: Final = 15.0
 """Seconds a fast shutdown may take (its checkpoint) before the server is ended whole."""
 _IMMEDIATE_SHUTDOWN_WITHIN: Final = 5.0
 """Seconds for an immediate shutdown, and then for the kill of what it left."""
-"""PostgreSQL refuses to run as root; as root we run it as this system user."""
 
 
 @dataclass(frozen=True)

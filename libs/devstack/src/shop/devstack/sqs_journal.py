@@ -4,9 +4,9 @@ a receive, hidden or shown by a visibility change, or deleted.
 
 A message that a consumer never handled and never dead-lettered is otherwise a mystery: the
 consumer logs nothing for a message it handled well, and moto logs requests, not messages.
-With the journal, one ``grep`` of a message's id (or of its event's id, which its
-``shop-headers`` attribute carries) tells whether it reached its queue, who received it how
-often, and what took it off. Each line::
+With the journal, a ``grep`` of an event's id finds the ``add`` line of its message in each
+queue it reached (the ``shop-headers`` attribute carries the event id), and a ``grep`` of
+that message's id tells who received it how often, and what took it off. Each line::
 
     {"at": 1765140000.12, "op": "add", "queue": "shop-payment", "id": "…", "attributes": {…}}
     {"at": …, "op": "receive", "queue": …, "id": …, "count": 1, "visibility": 30}
