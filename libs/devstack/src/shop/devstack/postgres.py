@@ -27,7 +27,7 @@ from shop.devstack.process import ManagedProcess
 _SAFE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _UNPRIVILEGED_USER = "embedded_postgres"
 """PostgreSQL refuses to run as root; as root we run it as this system user."""
-FAST_SHUTDOWN_WITHIN: Final = 15.0
+_FAST_SHUTDOWN_WITHIN: Final = 15.0
 """Seconds a fast shutdown may take (its checkpoint) before the server is ended whole."""
 _IMMEDIATE_SHUTDOWN_WITHIN: Final = 5.0
 """Seconds for an immediate shutdown, and then for the kill of what it left."""
@@ -158,7 +158,7 @@ class EmbeddedPostgres:
         return self.server
 
     def stop(self) -> None:
-        self.shut_down(FAST_SHUTDOWN_WITHIN)
+        self.shut_down(_FAST_SHUTDOWN_WITHIN)
 
     def shut_down(self, within: float) -> bool:
         """Stop the server, keeping its data and port: True when its fast shutdown (its
@@ -172,11 +172,10 @@ class EmbeddedPostgres:
         pid = self.process.pid
         if pid is None or not self.process.running():
             return True
-        children = _children(pid)
         self.process.send_signal(signal.SIGINT)  # the fast shutdown
         if self.process.wait(within) is not None:
             return True
-        children += _children(pid)
+        children = _children(pid)  # while it lives: once it is gone, they are no longer its
         self.process.send_signal(signal.SIGQUIT)  # the immediate shutdown: it ends its children
         self.process.wait(_IMMEDIATE_SHUTDOWN_WITHIN)
         self.process.stop()  # killed, if it has not ended yet

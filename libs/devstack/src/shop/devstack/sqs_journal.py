@@ -13,13 +13,17 @@ that message's id tells who received it how often, and what took it off. Each li
     {"at": …, "op": "visibility", "queue": …, "id": …, "seconds": 0, "handle": "current"}
     {"at": …, "op": "delete", "queue": …, "id": …, "handle": "stale"}
 
-``handle`` says whether the receipt handle was the message's latest one: moto accepts any
-handle a message ever had, where SQS acts only on the latest. An ``id`` of null is a handle
-that matched no message (moto then refuses the call).
+``handle`` says what the receipt handle was: the message's latest (``current``), an earlier
+one (``stale``: moto accepts any handle a message ever had, where SQS acts only on the
+latest), one of a message deleted already (``deleted``: moto answers as if it deleted it
+again), or none a receive handed out (``unknown``); the last two name no message (``id`` is
+null). ``refused`` names the error of a delete or visibility change moto refused. Purges,
+deleted queues and expired messages are not journaled. Each server starts a fresh file.
 
 Like :mod:`shop.devstack.moto_server`, it wraps moto's backend classes; install it before
 that module's lock, so that each line is written under the lock, in the order of the changes.
-``tests/unit/test_sqs_journal.py`` pins what it wraps.
+``tests/unit/test_sqs_journal.py`` runs it on moto's own backend: an upgrade that changes
+what it wraps fails there.
 """
 
 from __future__ import annotations
